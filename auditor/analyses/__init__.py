@@ -1,0 +1,1 @@
+"""Analyses: one module per question, each ``run(store, epoch, ...) -> Result``."""

@@ -1,0 +1,40 @@
+"""Result types shared by collectors, analyses and renderers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CollectReport:
+    """What one source's collection did: an honest run report (loaded, skipped, missing).
+
+    ``missing`` lists what was asked for and not obtained, one line each; a report
+    with anything missing makes the command exit 3 after storing what it got.
+    """
+
+    source: str
+    loaded: dict[str, int] = field(default_factory=dict)      # table or item -> rows
+    skipped: list[str] = field(default_factory=list)          # cached / unchanged, not fetched again
+    missing: list[str] = field(default_factory=list)          # asked for, not obtained
+    rejected: dict[str, int] = field(default_factory=dict)    # reason -> count (unparsed lines, bad records)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+    def add(self, table: str, n: int) -> None:
+        self.loaded[table] = self.loaded.get(table, 0) + n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "loaded": self.loaded,
+            "skipped": self.skipped,
+            "missing": self.missing,
+            "rejected": self.rejected,
+            "notes": self.notes,
+            "complete": self.complete,
+        }

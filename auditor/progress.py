@@ -1,0 +1,57 @@
+"""Progress for long work: a rich progress bar on a terminal, plain log lines off one (cron)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Progress:
+    """``log(msg)`` for a status line, ``track(items, what)`` to iterate with a bar,
+    ``task(what, total)`` for work measured in units (bytes, requests)."""
+
+    def __init__(self, interactive: bool | None = None, quiet: bool = False) -> None:
+        self.interactive = sys.stderr.isatty() if interactive is None else interactive
+        self.quiet = quiet
+        self._console = None
+        if self.interactive and not quiet:
+            from rich.console import Console
+
+            self._console = Console(stderr=True)
+
+    def log(self, msg: str) -> None:
+        if self.quiet:
+            return
+        if self._console is not None:
+            self._console.log(msg, markup=False)
+        else:
+            stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{stamp} auditor: {msg}", file=sys.stderr, flush=True)
+
+    def track(self, items: Iterable[T], what: str, total: int | None = None) -> Iterator[T]:
+        items = list(items) if total is None else items
+        total = len(items) if total is None else total  # type: ignore[arg-type]
+        with self.task(what, total) as advance:
+            for item in items:
+                yield item
+                advance(1)
+
+    @contextmanager
+    def task(self, what: str, total: float | None):
+        if self._console is None:
+            self.log(f"{what} ...")
+            yield lambda n=1: None
+            self.log(f"{what}: done")
+            return
+        from rich.progress import BarColumn, Progress as RichProgress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+        with RichProgress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                          TimeElapsedColumn(), console=self._console, transient=True) as bar:
+            tid = bar.add_task(what, total=total)
+            yield lambda n=1: bar.advance(tid, n)
+        self.log(f"{what}: done")

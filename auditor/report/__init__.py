@@ -1,0 +1,1 @@
+"""Renderers: format analysis results; they never compute."""

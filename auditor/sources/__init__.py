@@ -1,0 +1,1 @@
+"""Collectors: the only code that talks to the outside. One module per source."""

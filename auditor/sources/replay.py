@@ -1,0 +1,91 @@
+"""Serve a ``--record`` directory over loopback HTTP, so a recorded run replays
+through the collector's real HTTP path (tests, the README demo, bug reports).
+
+Each recorded file holds one response: ``path``, ``query``, ``height`` (the
+``x-cosmos-block-height`` header sent, or null), ``status``, ``content_type`` and
+``body`` (text, byte for byte). Several files for the same request are served in
+file-name order, the last one repeating: that is how "429, then 200" is recorded.
+A request with no recording answers 404 ``{"code": 5, "message": "not recorded"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from ..errors import UsageError
+
+Key = tuple[str, str, str | None]
+
+
+def _key(path: str, query: str, height: object) -> Key:
+    q = urlencode(sorted(parse_qsl(query, keep_blank_values=True)))
+    return (path.rstrip("/") or "/", q, None if height in (None, "") else str(height))
+
+
+def load_recording(directory: Path) -> dict[Key, list[dict]]:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UsageError(f"no recording directory {directory}")
+    table: dict[Key, list[dict]] = defaultdict(list)
+    for f in sorted(directory.rglob("*.json")):
+        try:
+            entry = json.loads(f.read_text(encoding="utf-8"))
+            table[_key(entry["path"], entry.get("query", ""), entry.get("height"))].append(entry)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{f} is not a recorded response ({exc})") from exc
+    if not table:
+        raise UsageError(f"{directory} holds no recorded responses")
+    return dict(table)
+
+
+class ReplayServer:
+    """A threaded HTTP server on 127.0.0.1 with an ephemeral port. Use as a context manager."""
+
+    def __init__(self, directory: Path | str, port: int = 0) -> None:
+        self.table = load_recording(Path(directory))
+        self.served: dict[Key, int] = defaultdict(int)
+        self.log: list[tuple[str, str | None, int]] = []
+        lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server API)
+                parts = urlsplit(self.path)
+                key = _key(parts.path, parts.query, self.headers.get("x-cosmos-block-height"))
+                with lock:
+                    entries = outer.table.get(key)
+                    if entries:
+                        i = min(outer.served[key], len(entries) - 1)
+                        outer.served[key] += 1
+                        entry = entries[i]
+                    else:
+                        entry = {"status": 404, "content_type": "application/json",
+                                 "body": json.dumps({"code": 5, "message": "not recorded", "details": []})}
+                    outer.log.append((self.path, key[2], entry["status"]))
+                body = entry["body"].encode("utf-8")
+                self.send_response(entry["status"])
+                self.send_header("Content-Type", entry.get("content_type") or "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "ReplayServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

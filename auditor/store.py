@@ -1,0 +1,185 @@
+"""The DuckDB store: one file, a versioned schema, transactions and named queries.
+
+Migrations are the files ``queries/schema/NNN_name.sql``, applied once each in
+order and recorded in ``schema_migrations``. Analyses run the SQL files under
+``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .errors import StoreError, UsageError
+
+
+def queries_dir() -> Path:
+    """Where the SQL files live: ``queries/`` beside the package (source or editable install),
+    or ``auditor/queries`` inside an installed wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "queries", here / "queries"):
+        if (candidate / "schema").is_dir():
+            return candidate
+    raise StoreError(f"cannot find the queries/ folder next to {here}")
+
+
+def default_db_path() -> Path:
+    """``$AUDITOR_DB`` is resolved by the CLI; this is the fallback under the user's data dir."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "auditor" / "auditor.duckdb"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+_NAME_RE = re.compile(r"^[a-z0-9_/]+$")
+
+
+class Store:
+    """A DuckDB connection with the project's schema applied."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            p = Path(self.path)
+            if p.is_dir():
+                raise UsageError(f"--db {p} is a directory; give a file path")
+            if not read_only:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            elif not p.exists():
+                raise StoreError(f"no database at {p}; run `auditor collect` first")
+        try:
+            self.con = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.IOException as exc:  # another process holds the write lock
+            msg = str(exc)
+            if "lock" in msg.lower():
+                raise StoreError(
+                    f"the database {self.path} is locked by another auditor process; "
+                    "wait for it to finish or use another --db"
+                ) from exc
+            raise StoreError(f"cannot open the database {self.path}: {msg.splitlines()[0]}") from exc
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open the database {self.path}: {str(exc).splitlines()[0]}") from exc
+        self.read_only = read_only
+        self._in_tx = False
+        if not read_only:
+            self.migrate()
+
+    # -- schema -------------------------------------------------------------
+    def migrate(self) -> list[str]:
+        """Apply every migration not yet applied, each in its own transaction."""
+        self.con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
+        )
+        done = {r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        applied = []
+        for f in sorted((queries_dir() / "schema").glob("[0-9][0-9][0-9]_*.sql")):
+            version = int(f.name[:3])
+            if version in done:
+                continue
+            with self.transaction():
+                self.con.execute(f.read_text(encoding="utf-8"))
+                self.con.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, f.stem, utcnow()]
+                )
+            applied.append(f.stem)
+        return applied
+
+    def schema_version(self) -> int:
+        row = self.con.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # -- transactions ---------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One transaction; a nested call joins the outer one."""
+        if self._in_tx:
+            yield self.con
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+        finally:
+            self._in_tx = False
+
+    def replace(
+        self,
+        table: str,
+        where: Mapping[str, Any],
+        rows: Sequence[Mapping[str, Any]],
+    ) -> int:
+        """Delete the rows of ``table`` matching ``where`` and insert ``rows``.
+
+        Call inside ``transaction()`` to make several replacements atomic together;
+        on its own it is one transaction. Columns come from the first row; a row
+        missing a column inserts NULL.
+        """
+        _check_name(table)
+        with self.transaction():
+            if where:
+                cond = " AND ".join(f'"{k}" IS NOT DISTINCT FROM ?' for k in where)
+                self.con.execute(f"DELETE FROM {table} WHERE {cond}", list(where.values()))
+            return self.insert(table, rows)
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        if not rows:
+            return 0
+        _check_name(table)
+        cols: list[str] = []
+        for r in rows:
+            for k in r:
+                if k not in cols:
+                    cols.append(k)
+        col_sql = ", ".join(f'"{c}"' for c in cols)
+        marks = ", ".join("?" for _ in cols)
+        self.con.executemany(
+            f"INSERT INTO {table} ({col_sql}) VALUES ({marks})",
+            [[r.get(c) for c in cols] for r in rows],
+        )
+        return len(rows)
+
+    # -- named queries ----------------------------------------------------------
+    def query_text(self, name: str) -> str:
+        _check_name(name)
+        path = queries_dir() / f"{name}.sql"
+        if not path.is_file():
+            raise StoreError(f"no query file queries/{name}.sql")
+        return path.read_text(encoding="utf-8")
+
+    def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """Run ``queries/<name>.sql`` with ``$param`` placeholders; rows as dicts."""
+        return self.rows(self.query_text(name), params)
+
+    def rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(sql, params or None)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_name(name: str) -> None:
+    if not _NAME_RE.match(name):
+        raise ValueError(f"bad table or query name {name!r}")
