@@ -38,3 +38,26 @@ class CollectReport:
             "notes": self.notes,
             "complete": self.complete,
         }
+
+
+@dataclass
+class Table:
+    """A titled table of rows: what every renderer can show. ``columns`` fixes the order."""
+
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Result:
+    """An analysis result: ``data`` is the JSON contract, ``tables`` the same facts laid
+    out for table/markdown/csv output (csv takes the table named by ``csv_table``)."""
+
+    kind: str
+    data: dict[str, Any]
+    tables: list[Table] = field(default_factory=list)
+    header: list[tuple[str, str]] = field(default_factory=list)   # key/value lines before the tables
+    csv_table: int = 0
+    exit_code: int = 0
