@@ -38,8 +38,8 @@ class Sources:
 
 @contextmanager
 def resolved(sources: Sources) -> Iterator[Sources]:
-    """Start a loopback replay server for ``--replay`` and point the URL sources at it:
-    the chain node always, the accounting API and metrics when the recording holds them."""
+    """Start a loopback replay server for ``--replay`` and point each URL source that
+    was not given explicitly at it, when the recording holds answers for that source."""
     if sources.replay is None:
         yield sources
         return
@@ -49,7 +49,7 @@ def resolved(sources: Sources) -> Iterator[Sources]:
         paths = {key[0] for key in server.table}
         yield replace(
             sources,
-            nodes=sources.nodes or [server.url],
+            nodes=sources.nodes or ([server.url] if any(p.startswith("/chain-") for p in paths) else []),
             accounting=sources.accounting or ([server.url] if any(p.startswith("/api/v1/") for p in paths) else []),
             metrics=sources.metrics or ([server.url + "/metrics"] if "/metrics" in paths else []),
             rate=0.0,
