@@ -61,3 +61,13 @@ class Result:
     header: list[tuple[str, str]] = field(default_factory=list)   # key/value lines before the tables
     csv_table: int = 0
     exit_code: int = 0
+
+
+@dataclass
+class Section:
+    """One section of a report: ``data`` goes under ``key`` in the JSON, ``tables`` are shown."""
+
+    key: str
+    data: Any
+    tables: list[Table] = field(default_factory=list)
+    exit_code: int = 0

@@ -1,0 +1,597 @@
+"""The chain collector: epoch N from a public node into the ``chain_*`` tables.
+
+Follows the fetch plan of chain-api.md section 13. Responses are decoded once,
+here, into pydantic models that accept the wire format exactly: 64-bit integers
+as strings (or numbers), ``Decimal`` as ``{value, exponent}``, camelCase keys
+where the chain uses them, absent or null fields as defaults, unknown fields
+ignored, and both shapes of the v0.2.15 dapi.
+
+Everything for one epoch is written in one transaction at the end, so a failed
+run never leaves a half-written epoch; items that could not be fetched are
+recorded in ``coverage`` and listed in the run report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import NotFoundError, SourceError
+from ..heights import EpochParams, cpoc_windows, epoch_boundaries
+from ..model import CollectReport
+from ..progress import Progress
+from ..store import Store, utcnow
+from .http import JsonClient, Response
+
+API = "/chain-api/productscience/inference/inference"
+
+
+# -- wire decoding -------------------------------------------------------------
+def _to_int(v: Any) -> int:
+    if v is None or v == "":
+        return 0
+    if isinstance(v, bool):
+        raise ValueError("a boolean is not an integer")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        return int(v.strip())
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    raise ValueError(f"not an integer: {v!r}")
+
+
+def to_decimal(v: Any) -> Decimal | None:
+    """Chain ``Decimal`` ``{value, exponent}`` (value × 10^exponent), or a plain number/string."""
+    if v is None or v == "" or v == {}:
+        return None
+    if isinstance(v, dict):
+        return Decimal(_to_int(v.get("value"))).scaleb(_to_int(v.get("exponent")))
+    if isinstance(v, bool):
+        raise ValueError("a boolean is not a decimal")
+    if isinstance(v, (int, str)):
+        return Decimal(str(v).strip())
+    if isinstance(v, float):
+        return Decimal(repr(v))
+    raise ValueError(f"not a decimal: {v!r}")
+
+
+Int = Annotated[int, BeforeValidator(_to_int)]
+Dec = Annotated[Decimal | None, BeforeValidator(to_decimal)]
+
+
+class Wire(BaseModel):
+    """Base of every response model: unknown fields ignored, null means default."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+class MLNodeInfo(Wire):
+    node_id: str = ""
+    throughput: Int = 0
+    poc_weight: Int = 0
+    timeslot_allocation: list[bool] = []
+
+
+class ValidationWeight(Wire):
+    member_address: str = ""
+    weight: Int = 0
+    reputation: Int = 0
+    ml_nodes: list[MLNodeInfo] = []
+    confirmation_weight: Int = 0
+    voting_power: Int = 0
+
+
+class WeightScale(Wire):
+    model_id: str = ""
+    weight_scale_factor: Dec = None
+
+
+class EpochGroupData(Wire):
+    poc_start_block_height: Int = 0
+    epoch_group_id: Int = 0
+    effective_block_height: Int = 0
+    last_block_height: Int = 0
+    validation_weights: list[ValidationWeight] = []
+    total_weight: Int = 0
+    model_id: str = ""
+    sub_group_models: list[str] = []
+    epoch_index: Int = 0
+    confirmation_weight_scales: list[WeightScale] = []
+
+
+class EpochGroupDataResponse(Wire):
+    epoch_group_data: EpochGroupData
+
+
+class PerformanceSummary(Wire):
+    epoch_index: Int = 0
+    participant_id: str = ""
+    inference_count: Int = 0
+    missed_requests: Int = 0
+    earned_coins: Int = 0
+    rewarded_coins: Int = 0
+    burned_coins: Int = 0
+    validated_inferences: Int = 0
+    invalidated_inferences: Int = 0
+    claimed: bool = False
+
+
+class PerformanceSummaryList(Wire):
+    summaries: list[PerformanceSummary] = Field(default=[], alias="epochPerformanceSummary")
+
+
+class PerformanceSummaryOne(Wire):
+    summary: PerformanceSummary = Field(alias="epochPerformanceSummary")
+
+
+class EpochParamsWire(Wire):
+    epoch_length: Int = 0
+    poc_stage_duration: Int = 0
+    poc_exchange_duration: Int = 0
+    poc_validation_delay: Int = 0
+    poc_validation_duration: Int = 0
+    set_new_validators_delay: Int = 0
+    inference_validation_cutoff: Int = 0
+    confirmation_poc_safety_window: Int = 0
+    poc_slot_allocation: Dec = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unnest(cls, data: Any) -> Any:
+        # v0.2.15 dapi shape: the whole object one level deeper, ints as strings
+        if isinstance(data, dict) and isinstance(data.get("epoch_params"), dict):
+            return data["epoch_params"]
+        return data
+
+    def heights(self) -> EpochParams:
+        return EpochParams(
+            epoch_length=self.epoch_length,
+            poc_stage_duration=self.poc_stage_duration,
+            poc_validation_delay=self.poc_validation_delay,
+            poc_validation_duration=self.poc_validation_duration,
+            set_new_validators_delay=self.set_new_validators_delay,
+            poc_exchange_duration=self.poc_exchange_duration,
+            inference_validation_cutoff=self.inference_validation_cutoff,
+        )
+
+
+class ValidationParams(Wire):
+    binom_test_p0: Dec = None
+    expiration_blocks: Int = 0
+
+
+class Params(Wire):
+    epoch_params: EpochParamsWire = EpochParamsWire()
+    validation_params: ValidationParams = ValidationParams()
+
+
+class ParamsResponse(Wire):
+    params: Params
+
+
+class ExcludedItem(Wire):
+    address: str = ""
+    epoch_index: Int = 0
+    reason: str = ""
+    exclusion_block_height: Int = 0
+
+
+class ExcludedResponse(Wire):
+    items: list[ExcludedItem] = []
+
+
+class CpocEvent(Wire):
+    epoch_index: Int = 0
+    event_sequence: Int = 0
+    trigger_height: Int = 0
+    generation_start_height: Int = 0
+    phase: str = ""
+    poc_seed_block_hash: str = ""
+
+
+class CpocEventsResponse(Wire):
+    events: list[CpocEvent] = []
+
+
+class PreservedParticipant(Wire):
+    participant_id: str = ""
+    node_ids: list[str] = []
+
+
+class PreservedModel(Wire):
+    model_id: str = ""
+    participants: list[PreservedParticipant] = []
+
+
+class PreservedSnapshot(Wire):
+    episode_anchor_height: Int = 0
+    model_preserved_nodes: list[PreservedModel] = []
+
+
+class PreservedSnapshotResponse(Wire):
+    found: bool = False
+    snapshot: PreservedSnapshot | None = None
+
+
+class ModelRecord(Wire):
+    id: str = ""
+    units_of_compute_per_token: Int = 0
+    context_window: Int = 0
+    v_ram: Int = 0
+    throughput_per_nonce: Int = 0
+
+
+class Pagination(Wire):
+    next_key: str = ""
+    total: Int = 0
+
+
+class ModelsResponse(Wire):
+    model: list[ModelRecord] = []
+    pagination: Pagination = Pagination()
+
+
+class BlockHeader(Wire):
+    height: Int = 0
+    time: str = ""
+
+
+class BlockResponse(Wire):
+    header: BlockHeader
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dig(cls, data: Any) -> Any:
+        # CometBFT JSON-RPC: {"jsonrpc", "id", "result": {"block_id", "block": {"header": ...}}}
+        if isinstance(data, dict) and "result" in data:
+            result = data.get("result") or {}
+            return {"header": ((result.get("block") or {}).get("header"))}
+        return data
+
+
+class LatestEpoch(Wire):
+    index: Int = 0
+    poc_start_block_height: Int = 0
+
+
+class DapiLatestEpoch(Wire):
+    """dapi ``/v1/epochs/latest`` in either v0.2.15 shape (chain-api.md 1.4)."""
+
+    block_height: Int = 0
+    latest_epoch: LatestEpoch = LatestEpoch()
+    phase: str = ""
+    epoch_params: EpochParamsWire = EpochParamsWire()
+    is_confirmation_poc_active: bool = False
+    active_confirmation_poc_event: CpocEvent | None = None
+
+
+def decode(model: type[Wire], resp: Response) -> Any:
+    try:
+        return model.model_validate(resp.data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+        raise SourceError(f"{resp.url}: unexpected response shape at {where}: {first.get('msg')}") from exc
+
+
+def parse_block_time(text: str) -> datetime:
+    """RFC 3339 with up to nanoseconds → aware datetime (microseconds; the text keeps the rest)."""
+    t = text.strip().replace("Z", "+00:00")
+    if "." in t:
+        head, rest = t.split(".", 1)
+        digits = "".join(ch for ch in rest if ch.isdigit())
+        tz = rest[len(digits):]
+        t = f"{head}.{(digits + '000000')[:6]}{tz}"
+    return datetime.fromisoformat(t).astimezone(timezone.utc)
+
+
+# -- collection ------------------------------------------------------------------
+@dataclass
+class _Run:
+    """Rows gathered for one epoch before the single write transaction."""
+
+    epoch: int
+    client: JsonClient
+    progress: Progress
+    report: CollectReport
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    coverage: list[dict[str, Any]] = field(default_factory=list)
+    block_times: list[dict[str, Any]] = field(default_factory=list)
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        return self.tables.setdefault(table, [])
+
+    def fetch(self, item: str, path: str, model: type[Wire], *, params: dict | None = None,
+              height: int | None = None, required: bool = False) -> tuple[Any, Response] | None:
+        """Fetch and decode one item; a failure is recorded as missing (or raised if required)."""
+        try:
+            resp = self.client.get(path, params, height=height)
+            value = decode(model, resp)
+        except SourceError as exc:
+            if required:
+                raise
+            self.missing(item, str(exc), height=height)
+            return None
+        self.coverage.append(_cov(self.epoch, item, "ok", None, resp.url, height, resp.fetched_at))
+        return value, resp
+
+    def missing(self, item: str, why: str, *, height: int | None = None) -> None:
+        self.report.missing.append(f"{item}: {why}")
+        self.coverage.append(_cov(self.epoch, item, "missing", why, None, height, utcnow()))
+
+
+def _cov(epoch, item, status, detail, url, height, fetched_at) -> dict[str, Any]:
+    return {"source": "chain", "epoch": epoch, "item": item, "status": status, "detail": detail,
+            "source_url": url, "height": height, "fetched_at": fetched_at}
+
+
+def _prov(resp: Response) -> dict[str, Any]:
+    return {"source_url": resp.url, "height": resp.height, "fetched_at": resp.fetched_at}
+
+
+CHAIN_EPOCH_TABLES = (
+    "chain_epochs", "chain_params", "chain_epoch_models", "chain_validation_weights", "chain_ml_nodes",
+    "chain_performance", "chain_excluded", "chain_cpoc_events", "chain_preserved_nodes", "chain_models",
+    "chain_epoch_heights",
+)
+
+
+def is_cached(store: Store, epoch: int) -> bool:
+    row = store.con.execute(
+        "SELECT settled AND complete FROM chain_epochs WHERE epoch = ?", [epoch]).fetchone()
+    return bool(row and row[0])
+
+
+def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progress,
+                  *, refresh: bool = False) -> CollectReport:
+    """Collect epoch N. A finished, complete epoch already in the store is not fetched again."""
+    report = CollectReport(source=f"chain epoch {epoch}")
+    if not refresh and is_cached(store, epoch):
+        report.skipped.append(f"epoch {epoch}: finished and complete in the store (use --refresh to fetch again)")
+        return report
+    run = _Run(epoch, client, progress, report)
+    sent_before = client.requests_sent
+    progress.log(f"epoch {epoch}: reading from {', '.join(client.bases)}")
+
+    # 1. root group of N (required: without it there is no epoch to audit)
+    try:
+        root, root_resp = run.fetch("epoch_group_data", f"{API}/epoch_group_data/{epoch}",
+                                    EpochGroupDataResponse, required=True)
+    except NotFoundError as exc:
+        raise SourceError(f"epoch {epoch} does not exist on the chain ({exc})") from exc
+    root = root.epoch_group_data
+    start = root.poc_start_block_height
+
+    # 2. root of N+1: S(N+1); absent means N is not settled yet
+    nxt = None
+    try:
+        got = run.fetch("epoch_group_data (N+1)", f"{API}/epoch_group_data/{epoch + 1}",
+                        EpochGroupDataResponse, required=True)
+        nxt = got[0].epoch_group_data
+    except NotFoundError:
+        report.notes.append(f"epoch {epoch + 1} does not exist yet: epoch {epoch} is not settled")
+        run.coverage.append(_cov(epoch, "epoch_group_data (N+1)", "missing", "not created yet", None, None, utcnow()))
+    except SourceError as exc:
+        run.missing("epoch_group_data (N+1)", str(exc))
+    next_start = nxt.poc_start_block_height if nxt else None
+
+    # 3. chain head, then params in force during N (pinned at S(N+1)) and at settlement (V(N+1) - 1)
+    latest = run.fetch("latest height", "/v1/epochs/latest", DapiLatestEpoch)
+    head = latest[0].block_height if latest else None
+    got = run.fetch("params (epoch)", f"{API}/params", ParamsResponse, height=next_start)
+    params = got[0].params if got else None
+    if params:
+        run.rows("chain_params").append(_params_row(epoch, "epoch", params, got[1]))
+    p = params.epoch_params.heights() if params else None
+
+    bounds = epoch_boundaries(start, next_start, p) if p else {}
+    settlement = bounds.get("V(N+1) settlement")
+    settled = settlement is not None and head is not None and head > settlement
+    if settlement is not None and head is None:
+        settled = True  # the next epoch exists and so does its root group: assume settled, say so
+        report.notes.append("chain head unknown; assuming the epoch is settled because epoch N+1 exists")
+    if settled:
+        got = run.fetch("params (settlement)", f"{API}/params", ParamsResponse, height=settlement - 1)
+        if got:
+            run.rows("chain_params").append(_params_row(epoch, "settlement", got[0].params, got[1]))
+
+    # 4. per-model subgroups
+    scales = {s.model_id: s.weight_scale_factor for s in root.confirmation_weight_scales}
+    _weights(run, "", root.validation_weights, _prov(root_resp))
+    for model_id in progress.track(root.sub_group_models, f"epoch {epoch}: model groups"):
+        got = run.fetch(f"epoch_group_data model={model_id}", f"{API}/epoch_group_data/{epoch}",
+                        EpochGroupDataResponse, params={"model_id": model_id})
+        if not got:
+            continue
+        g, resp = got[0].epoch_group_data, got[1]
+        _weights(run, model_id, g.validation_weights, _prov(resp))
+        nodes = [n for w in g.validation_weights for n in w.ml_nodes]
+        run.rows("chain_epoch_models").append({
+            "epoch": epoch, "model_id": model_id, "total_weight": g.total_weight,
+            "poc_weight_sum": sum(n.poc_weight for n in nodes), "members": len(g.validation_weights),
+            "nodes": len(nodes), "weight_scale_factor": scales.get(model_id), **_prov(resp)})
+
+    # 5. performance summary, exclusions, CPoC events
+    got = run.fetch("epoch_performance_summary", f"{API}/epoch_performance_summary/{epoch}", PerformanceSummaryList)
+    if got:
+        for s in got[0].summaries:
+            if s.epoch_index not in (0, epoch):
+                continue
+            run.rows("chain_performance").append({
+                "epoch": epoch, "participant": s.participant_id, "inference_count": s.inference_count,
+                "missed_requests": s.missed_requests, "earned_coins": s.earned_coins,
+                "rewarded_coins": s.rewarded_coins, "burned_coins": s.burned_coins,
+                "validated_inferences": s.validated_inferences,
+                "invalidated_inferences": s.invalidated_inferences, "claimed": s.claimed, **_prov(got[1])})
+        if settled and not got[0].summaries:
+            run.missing("epoch_performance_summary", "the node returned no rows for a settled epoch")
+    got = run.fetch("excluded_participants", f"{API}/excluded_participants/{epoch}", ExcludedResponse)
+    if got:
+        for x in got[0].items:
+            run.rows("chain_excluded").append({
+                "epoch": epoch, "participant": x.address, "reason": x.reason,
+                "exclusion_height": x.exclusion_block_height, **_prov(got[1])})
+    got = run.fetch("confirmation_poc_events", f"{API}/confirmation_poc_events/{epoch}", CpocEventsResponse)
+    events = got[0].events if got else []
+    for ev in events:
+        w = cpoc_windows(ev.trigger_height, p) if p else None
+        run.rows("chain_cpoc_events").append({
+            "epoch": epoch, "event_sequence": ev.event_sequence, "trigger_height": ev.trigger_height,
+            "generation_start_height": ev.generation_start_height or None, "phase": ev.phase,
+            "poc_seed_block_hash": ev.poc_seed_block_hash,
+            "gen_start": w.gen_start if w else None, "gen_end": w.gen_end if w else None,
+            "exchange_end": w.exchange_end if w else None, "val_start": w.val_start if w else None,
+            "val_end": w.val_end if w else None, **_prov(got[1])})
+        if w:
+            seq = ev.event_sequence
+            bounds.update({f"cpoc:{seq} trigger": w.trigger, f"cpoc:{seq} gen_start": w.gen_start,
+                           f"cpoc:{seq} gen_end": w.gen_end, f"cpoc:{seq} val_start": w.val_start,
+                           f"cpoc:{seq} val_end": w.val_end})
+
+    # 6. preserved-node snapshots, pinned and anchor-checked
+    episodes = [("poc_start", start, start)]
+    if next_start is not None:
+        episodes.append(("poc_next", next_start, next_start))
+    for ev in events:
+        if p:
+            episodes.append((f"cpoc:{ev.event_sequence}", ev.trigger_height, cpoc_windows(ev.trigger_height, p).gen_start))
+    for episode, anchor, at in episodes:
+        _preserved(run, episode, anchor, at)
+
+    # 7. models, read at settlement (or unpinned while the epoch is open)
+    _models(run, settlement - 1 if settled else None)
+
+    # 8. block times of every boundary height
+    for name, h in bounds.items():
+        run.rows("chain_epoch_heights").append({"epoch": epoch, "name": name, "height": h})
+    for h in progress.track(sorted(set(bounds.values())), f"epoch {epoch}: block times"):
+        if head is not None and h > head:
+            run.coverage.append(_cov(epoch, f"block time {h}", "missing", "height not reached yet", None, h, utcnow()))
+            continue
+        got = run.fetch(f"block time {h}", "/chain-rpc/block", BlockResponse, params={"height": h})
+        if got:
+            hdr = got[0].header
+            try:
+                t = parse_block_time(hdr.time)
+            except ValueError:
+                run.missing(f"block time {h}", f"unreadable time {hdr.time!r}")
+                continue
+            run.block_times.append({"height": h, "time": t, "time_text": hdr.time,
+                                    "source_url": got[1].url, "fetched_at": got[1].fetched_at})
+
+    complete = not report.missing and nxt is not None
+    run.rows("chain_epochs").append({
+        "epoch": epoch, "poc_start_height": start, "poc_gen_end_height": bounds.get("PoC gen end (N)"),
+        "poc_val_end_height": bounds.get("V(N)"), "effective_height": root.effective_block_height or None,
+        "last_height": root.last_block_height or None, "next_poc_start_height": next_start,
+        "settlement_height": settlement, "next_effective_height": bounds.get("SNV(N+1)"),
+        "epoch_group_id": root.epoch_group_id, "total_weight": root.total_weight, "settled": settled,
+        "complete": complete, **_prov(root_resp)})
+    _write(store, run)
+    report.notes.append(f"{client.requests_sent - sent_before} requests")
+    for table, rows in run.tables.items():
+        if rows:
+            report.add(table, len(rows))
+    if run.block_times:
+        report.add("chain_block_times", len(run.block_times))
+    return report
+
+
+def _weights(run: _Run, model_id: str, weights: list[ValidationWeight], prov: dict[str, Any]) -> None:
+    for w in weights:
+        run.rows("chain_validation_weights").append({
+            "epoch": run.epoch, "model_id": model_id, "participant": w.member_address, "weight": w.weight,
+            "confirmation_weight": w.confirmation_weight, "reputation": w.reputation,
+            "voting_power": w.voting_power, **prov})
+        for n in w.ml_nodes if model_id else ():
+            run.rows("chain_ml_nodes").append({
+                "epoch": run.epoch, "model_id": model_id, "participant": w.member_address, "node_id": n.node_id,
+                "poc_weight": n.poc_weight, "throughput": n.throughput,
+                "timeslot_allocation": n.timeslot_allocation, **prov})
+
+
+def _params_row(epoch: int, purpose: str, params: Params, resp: Response) -> dict[str, Any]:
+    e, v = params.epoch_params, params.validation_params
+    return {
+        "epoch": epoch, "purpose": purpose, "epoch_length": e.epoch_length,
+        "poc_stage_duration": e.poc_stage_duration, "poc_exchange_duration": e.poc_exchange_duration,
+        "poc_validation_delay": e.poc_validation_delay, "poc_validation_duration": e.poc_validation_duration,
+        "set_new_validators_delay": e.set_new_validators_delay,
+        "inference_validation_cutoff": e.inference_validation_cutoff,
+        "confirmation_poc_safety_window": e.confirmation_poc_safety_window,
+        "poc_slot_allocation": e.poc_slot_allocation, "binom_test_p0": v.binom_test_p0,
+        "expiration_blocks": v.expiration_blocks, "raw": json.dumps(resp.data.get("params")), **_prov(resp)}
+
+
+def _preserved(run: _Run, episode: str, anchor: int, at: int) -> None:
+    item = f"preserved_nodes_snapshot {episode}"
+    got = run.fetch(item, f"{API}/preserved_nodes_snapshot", PreservedSnapshotResponse, height=at)
+    if not got:
+        return
+    snap, resp = got
+    if not snap.found or snap.snapshot is None:
+        run.coverage[-1] = _cov(run.epoch, item, "missing", f"no snapshot at height {at}", resp.url, at, resp.fetched_at)
+        run.report.missing.append(f"{item}: no snapshot at height {at}")
+        return
+    if snap.snapshot.episode_anchor_height != anchor:
+        why = f"anchor {snap.snapshot.episode_anchor_height} at height {at}, expected {anchor}"
+        run.coverage[-1] = _cov(run.epoch, item, "missing", why, resp.url, at, resp.fetched_at)
+        run.report.missing.append(f"{item}: {why}")
+        return
+    for m in snap.snapshot.model_preserved_nodes:
+        for part in m.participants:
+            for node in part.node_ids:
+                run.rows("chain_preserved_nodes").append({
+                    "epoch": run.epoch, "episode": episode, "anchor_height": anchor, "model_id": m.model_id,
+                    "participant": part.participant_id, "node_id": node, **_prov(resp)})
+
+
+def _models(run: _Run, height: int | None) -> None:
+    key = ""
+    seen: set[str] = set()
+    while True:
+        params = {"pagination.limit": 1000, **({"pagination.key": key} if key else {})}
+        got = run.fetch("models_all", f"{API}/models_all", ModelsResponse, params=params, height=height)
+        if not got:
+            return
+        page, resp = got
+        raw_models = resp.data.get("model") or []
+        for m, raw in zip(page.model, raw_models):
+            if m.id in seen:
+                continue
+            seen.add(m.id)
+            run.rows("chain_models").append({
+                "epoch": run.epoch, "model_id": m.id, "units_of_compute_per_token": m.units_of_compute_per_token,
+                "context_window": m.context_window, "v_ram": m.v_ram,
+                "throughput_per_nonce": m.throughput_per_nonce,
+                "raw": json.dumps(raw), **_prov(resp)})
+        key = page.pagination.next_key
+        if not key:
+            return
+
+
+def _write(store: Store, run: _Run) -> None:
+    """Replace every chain row of the epoch in one transaction."""
+    with store.transaction():
+        for table in CHAIN_EPOCH_TABLES:
+            store.con.execute(f"DELETE FROM {table} WHERE epoch = ?", [run.epoch])
+            store.insert(table, run.tables.get(table, []))
+        store.con.execute("DELETE FROM coverage WHERE source = 'chain' AND epoch = ?", [run.epoch])
+        store.insert("coverage", run.coverage)
+        for bt in run.block_times:
+            store.con.execute("DELETE FROM chain_block_times WHERE height = ?", [bt["height"]])
+        store.insert("chain_block_times", run.block_times)

@@ -1,0 +1,165 @@
+"""End to end: `auditor collect --epoch N` against a loopback server replaying the
+bundled epoch-403 recording, and the ways a source can fail."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import FIXTURES, run_cli, write_recording
+
+REC = FIXTURES / "chain" / "epoch-403"
+STORY = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())
+API = "/chain-api/productscience/inference/inference"
+
+
+def count(db: Path, sql: str):
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchone()[0]
+
+
+def counts(db: Path) -> dict[str, int]:
+    tables = ["chain_epochs", "chain_params", "chain_validation_weights", "chain_ml_nodes", "chain_performance",
+              "chain_excluded", "chain_cpoc_events", "chain_preserved_nodes", "chain_models",
+              "chain_block_times", "coverage"]
+    return {t: count(db, f"SELECT count(*) FROM {t}") for t in tables}
+
+
+def copy_recording(tmp_path: Path) -> Path:
+    d = tmp_path / "rec"
+    shutil.copytree(REC, d)
+    return d
+
+
+def entry_for(rec: Path, path: str, height=None) -> Path:
+    for f in sorted(rec.glob("*.json")):
+        e = json.loads(f.read_text())
+        if e["path"] == path and e["height"] == height:
+            return f
+    raise AssertionError(f"no recorded {path}")
+
+
+def test_collect_replay_loads_every_table(db, record_server):
+    server = record_server(REC)
+    r = run_cli("collect", "--epoch", "403", "--node", server.url, "--rate", "0", db=db)
+    assert r.returncode == 0, r.stderr
+    c = counts(db)
+    assert c["chain_epochs"] == 1 and c["chain_performance"] == 27 and c["chain_ml_nodes"] == 172
+    assert c["chain_params"] == 2 and c["chain_cpoc_events"] == 1 and c["chain_block_times"] == 12
+    assert count(db, "SELECT count(*) FROM coverage WHERE status <> 'ok'") == 0
+    # golden values from the real snapshot (shared/data/README.md)
+    assert count(db, "SELECT poc_weight_sum FROM chain_epoch_models WHERE model_id = 'MiniMaxAI/MiniMax-M2.7'") == 1_529_552
+    # provenance on every row, pinned heights recorded
+    assert count(db, "SELECT count(*) FROM chain_performance WHERE source_url IS NULL OR fetched_at IS NULL") == 0
+    assert count(db, "SELECT height FROM chain_params WHERE purpose = 'settlement'") == 6_229_319 + 545 - 1
+    assert count(db, "SELECT settled AND complete FROM chain_epochs") is True
+    # every anchor-checked snapshot stored: poc_start, poc_next, cpoc:0
+    assert count(db, "SELECT count(DISTINCT episode) FROM chain_preserved_nodes") == 3
+
+
+def test_finished_epoch_is_not_fetched_twice_and_refresh_replaces(db, record_server):
+    server = record_server(REC)
+    assert run_cli("collect", "-e", "403", "--node", server.url, db=db).returncode == 0
+    first = counts(db)
+    served = len(server.log)
+    r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+    assert r.returncode == 0 and "skipped" in r.stderr
+    assert len(server.log) == served  # cached: no request at all
+    r = run_cli("collect", "-e", "403", "--node", server.url, "--refresh", db=db)
+    assert r.returncode == 0
+    assert counts(db) == first  # replaced, never duplicated
+
+
+def test_429_then_200_is_retried(db, tmp_path, record_server):
+    rec = copy_recording(tmp_path)
+    write_recording(tmp_path / "x", [{"path": f"{API}/epoch_performance_summary/403", "status": 429,
+                                      "body": {"code": 8, "message": "rate limited"}}])
+    shutil.copy(tmp_path / "x" / "000001.json", rec / "000000-429.json")  # sorts first: served first
+    server = record_server(rec)
+    r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+    assert r.returncode == 0, r.stderr
+    statuses = [s for p, _, s in server.log if p.endswith("epoch_performance_summary/403")]
+    assert statuses == [429, 200]
+    assert count(db, "SELECT count(*) FROM chain_performance") == 27
+
+
+def test_node_down_fails_over_to_the_next(db, record_server):
+    server = record_server(REC)
+    r = run_cli("collect", "-e", "403", "--node", "http://127.0.0.1:9", "--node", server.url, db=db)
+    assert r.returncode == 0, r.stderr
+    assert count(db, "SELECT count(*) FROM chain_performance") == 27
+    assert count(db, "SELECT count(*) FROM chain_performance WHERE source_url NOT LIKE ?".replace("?", f"'{server.url}%'")) == 0
+
+
+def test_malformed_json_is_one_clear_line_exit_3_and_the_rest_is_stored(db, tmp_path, record_server):
+    rec = copy_recording(tmp_path)
+    f = entry_for(rec, f"{API}/epoch_performance_summary/403")
+    e = json.loads(f.read_text())
+    e["body"] = e["body"][: len(e["body"]) // 2]  # truncated mid-object
+    f.write_text(json.dumps(e))
+    server = record_server(rec)
+    r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+    assert r.returncode == 3
+    assert "Traceback" not in r.stderr
+    assert "MISSING epoch_performance_summary" in r.stderr and "malformed JSON" in r.stderr
+    assert count(db, "SELECT count(*) FROM chain_performance") == 0
+    assert count(db, "SELECT count(*) FROM chain_ml_nodes") == 172
+    assert count(db, "SELECT complete FROM chain_epochs") is False
+    assert count(db, "SELECT status FROM coverage WHERE item = 'epoch_performance_summary'") == "missing"
+
+
+def test_unexpected_shape_is_missing_not_a_crash(db, tmp_path, record_server):
+    rec = copy_recording(tmp_path)
+    f = entry_for(rec, f"{API}/excluded_participants/403")
+    e = json.loads(f.read_text())
+    e["body"] = json.dumps({"items": "not a list"})
+    f.write_text(json.dumps(e))
+    server = record_server(rec)
+    r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+    assert r.returncode == 3 and "unexpected response shape" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_epoch_is_an_error_and_nothing_is_written(db, record_server):
+    server = record_server(REC)
+    r = run_cli("collect", "-e", "999", "--node", server.url, db=db)
+    assert r.returncode == 3
+    assert "epoch 999 does not exist" in r.stderr and "Traceback" not in r.stderr
+    assert count(db, "SELECT count(*) FROM chain_epochs") == 0
+    assert count(db, "SELECT count(*) FROM coverage") == 0
+
+
+def test_all_nodes_down_exit_3(db):
+    r = run_cli("collect", "-e", "403", "--node", "http://127.0.0.1:9", "--timeout", "2", db=db)
+    assert r.returncode == 3 and "no node answered" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_record_then_replay_gives_the_same_store(tmp_path, record_server):
+    server = record_server(REC)
+    rec_dir = tmp_path / "recorded"
+    db1, db2 = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
+    assert run_cli("collect", "-e", "403", "--node", server.url, "--record", str(rec_dir), db=db1).returncode == 0
+    assert run_cli("collect", "-e", "403", "--replay", str(rec_dir / "chain"), db=db2).returncode == 0
+    q = "SELECT participant, inference_count, missed_requests, rewarded_coins FROM chain_performance ORDER BY 1"
+    with duckdb.connect(str(db1), read_only=True) as a, duckdb.connect(str(db2), read_only=True) as b:
+        assert a.execute(q).fetchall() == b.execute(q).fetchall()
+
+
+def test_locked_database_is_a_clear_message(db, record_server):
+    server = record_server(REC)
+    con = duckdb.connect(str(db))  # this process holds the write lock
+    try:
+        r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+    finally:
+        con.close()
+    assert r.returncode == 3 and "locked" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_usage_errors_exit_2(db):
+    assert run_cli("collect", "--epoch", "x", db=db).returncode == 2
+    assert run_cli("collect", db=db).returncode == 2
+    assert run_cli("collect", "--node", "http://127.0.0.1:9", db=db).returncode == 2
+    assert run_cli("misstest", db=db).returncode == 2
