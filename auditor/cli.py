@@ -6,7 +6,6 @@ Exit codes: 0 success; 1 findings at or above --fail-on; 2 usage error;
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from enum import Enum
@@ -63,18 +62,15 @@ RateOpt = Annotated[float, typer.Option("--rate", envvar="AUDITOR_RATE", min=0,
     help="Requests per minute per node (burst 200); 0 = unlimited, for a private node.")]
 RecordOpt = Annotated[Optional[Path], typer.Option("--record", metavar="DIR",
     help="Save every raw response under DIR, to replay later or attach to a bug report.")]
-ReplayOpt = Annotated[Optional[Path], typer.Option("--replay", metavar="DIR",
-    help="Serve a --record directory on loopback and collect from it instead of the network.")]
+ReplayOpt = Annotated[list[Path], typer.Option("--replay", metavar="DIR",
+    help="Serve --record directories on loopback and collect from them instead of the network. Repeatable.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one HTTP answer.")]
 
 
 def _db() -> Path:
     from .store import default_db_path
 
-    if state.db is not None:
-        return state.db
-    env = os.environ.get("AUDITOR_DB")
-    return Path(env) if env else default_db_path()
+    return state.db or default_db_path()
 
 
 def _progress():
@@ -88,7 +84,7 @@ def _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeo
 
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
-                   rate=rate, record=record, replay=replay, timeout=timeout)
+                   rate=rate, record=record, replay=list(replay or []), timeout=timeout)
 
 
 def _collect(store, sources, epochs, refresh=False) -> None:
@@ -104,7 +100,7 @@ def _collect(store, sources, epochs, refresh=False) -> None:
 
 @app.callback()
 def _main(
-    db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH",
+    db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
         help="DuckDB file. [default: ~/.local/share/auditor/auditor.duckdb]")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or log lines on stderr.")] = False,
@@ -122,7 +118,7 @@ def collect(
     metrics: MetricsOpt = [],
     rate: RateOpt = 20.0,
     record: RecordOpt = None,
-    replay: ReplayOpt = None,
+    replay: ReplayOpt = [],
     timeout: TimeoutOpt = 10.0,
     refresh: Annotated[bool, typer.Option("--refresh", help="Fetch a finished epoch again even if it is cached.")] = False,
 ) -> None:
@@ -142,7 +138,7 @@ def misstest(
     fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
     offline: Annotated[bool, typer.Option("--offline", help="Use only what the store holds.")] = False,
     rate: RateOpt = 20.0,
-    replay: ReplayOpt = None,
+    replay: ReplayOpt = [],
     timeout: TimeoutOpt = 10.0,
 ) -> None:
     """Reproduce the chain's binomial miss test for every participant of epoch N."""
@@ -173,7 +169,7 @@ def epoch(
         help="Only this participant in per-participant sections.")] = None,
     rate: RateOpt = 20.0,
     record: RecordOpt = None,
-    replay: ReplayOpt = None,
+    replay: ReplayOpt = [],
     timeout: TimeoutOpt = 10.0,
 ) -> None:
     """Collect what is missing for epoch N, then print its report."""
@@ -207,7 +203,7 @@ def sql(
 
 @app.command()
 def serve(
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="A --record directory.")],
+    directories: Annotated[list[Path], typer.Argument(metavar="DIR...", help="--record directories.")],
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0 = any free port).")] = 8000,
 ) -> None:
     """Serve a recorded run on loopback, as a stand-in node for --node."""
@@ -215,8 +211,8 @@ def serve(
 
     from .sources.replay import ReplayServer
 
-    with ReplayServer(directory, port) as server:
-        print(f"serving {directory} at {server.url} (Ctrl-C to stop)", flush=True)
+    with ReplayServer(directories, port) as server:
+        print(f"serving {len(server.table)} recorded requests at {server.url} (Ctrl-C to stop)", flush=True)
         try:
             while True:
                 time.sleep(3600)

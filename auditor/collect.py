@@ -27,7 +27,7 @@ class Sources:
     metrics: list[str] = field(default_factory=list)
     rate: float = 20.0
     record: Path | None = None
-    replay: Path | None = None
+    replay: list[Path] = field(default_factory=list)
     timeout: float = 10.0
     retries: int = 3
 
@@ -40,7 +40,7 @@ class Sources:
 def resolved(sources: Sources) -> Iterator[Sources]:
     """Start a loopback replay server for ``--replay`` and point each URL source that
     was not given explicitly at it, when the recording holds answers for that source."""
-    if sources.replay is None:
+    if not sources.replay:
         yield sources
         return
     from .sources.replay import ReplayServer

@@ -14,6 +14,7 @@ import json
 import threading
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -27,27 +28,30 @@ def _key(path: str, query: str, height: object) -> Key:
     return (path.rstrip("/") or "/", q, None if height in (None, "") else str(height))
 
 
-def load_recording(directory: Path) -> dict[Key, list[dict]]:
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise UsageError(f"no recording directory {directory}")
+def load_recording(directories: Sequence[Path | str] | Path | str) -> dict[Key, list[dict]]:
+    """Index the recorded responses of one or several directories (searched recursively)."""
+    dirs = [Path(directories)] if isinstance(directories, (str, Path)) else [Path(d) for d in directories]
     table: dict[Key, list[dict]] = defaultdict(list)
-    for f in sorted(directory.rglob("*.json")):
-        try:
-            entry = json.loads(f.read_text(encoding="utf-8"))
-            table[_key(entry["path"], entry.get("query", ""), entry.get("height"))].append(entry)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"{f} is not a recorded response ({exc})") from exc
-    if not table:
-        raise UsageError(f"{directory} holds no recorded responses")
+    for directory in dirs:
+        if not directory.is_dir():
+            raise UsageError(f"no recording directory {directory}")
+        files = sorted(directory.rglob("*.json"))
+        if not files:
+            raise UsageError(f"{directory} holds no recorded responses")
+        for f in files:
+            try:
+                entry = json.loads(f.read_text(encoding="utf-8"))
+                table[_key(entry["path"], entry.get("query", ""), entry.get("height"))].append(entry)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise UsageError(f"{f} is not a recorded response ({exc})") from exc
     return dict(table)
 
 
 class ReplayServer:
     """A threaded HTTP server on 127.0.0.1 with an ephemeral port. Use as a context manager."""
 
-    def __init__(self, directory: Path | str, port: int = 0) -> None:
-        self.table = load_recording(Path(directory))
+    def __init__(self, directories: Sequence[Path | str] | Path | str, port: int = 0) -> None:
+        self.table = load_recording(directories)
         self.served: dict[Key, int] = defaultdict(int)
         self.log: list[tuple[str, str | None, int]] = []
         lock = threading.Lock()
