@@ -137,6 +137,8 @@ def misstest(
     node: NodeOpt = [],
     fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
     offline: Annotated[bool, typer.Option("--offline", help="Use only what the store holds.")] = False,
+    participant: Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
+        help="Only this participant (the network p0 still comes from all).")] = None,
     rate: RateOpt = 20.0,
     replay: ReplayOpt = [],
     timeout: TimeoutOpt = 10.0,
@@ -151,7 +153,7 @@ def misstest(
         code = 0
         if not offline and (sources.nodes or sources.replay):
             code = _collect(store, sources, [epoch])
-        result = mt.run(store, epoch)
+        result = mt.run(store, epoch, participant=participant)
     render.emit(result, fmt.value)
     raise typer.Exit(code or result.exit_code)
 

@@ -23,5 +23,5 @@ SELECT n.episode,
 FROM nodes n
 LEFT JOIN chain_epoch_models m ON m.epoch = $epoch AND m.model_id = n.model_id
 LEFT JOIN chain_params pa ON pa.epoch = $epoch AND pa.purpose = 'epoch'
-GROUP BY ALL
+GROUP BY n.episode, n.anchor_height, n.model_id, m.poc_weight_sum, pa.poc_slot_allocation
 ORDER BY n.anchor_height, n.model_id;

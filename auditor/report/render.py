@@ -86,7 +86,8 @@ def print_rich(result: Result) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    console = Console(highlight=False, soft_wrap=False)
+    # on a terminal use its width; into a file or pipe (cron) do not wrap at 80 columns
+    console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 250)
     console.print(f"[bold]{result.kind}[/bold]")
     for k, v in result.header:
         console.print(f"  {k}: {v}", markup=False)
