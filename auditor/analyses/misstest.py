@@ -695,7 +695,7 @@ def run(store: Any, epoch: int, participant: str | None = None) -> Result:
 
 
 def section(store: Any, epoch: int, participant: str | None = None) -> Section:
-    """The miss test as a section of the epoch report (key ``misstest``).
+    """The miss test as a section of the epoch report (key ``miss_test``).
 
     ``data`` is :func:`run`'s data plus ``available: true``; the header lines of
     :func:`run` become the first notes of the table. Without a performance summary in the
@@ -707,8 +707,8 @@ def section(store: Any, epoch: int, participant: str | None = None) -> Section:
     except SourceError:
         reason = (f"no performance summary of epoch {epoch} in the store (the chain writes it at settlement; "
                   "collect the epoch again once it is settled)")
-        return Section("misstest", {"available": False, "reason": reason},
+        return Section("miss_test", {"available": False, "reason": reason},
                        [Table("Miss test", list(TABLE_COLUMNS_OUT), [], [reason])])
     table = res.tables[0]
     table.notes = [f"{k}: {v}" for k, v in res.header if k not in ("epoch", "settled")] + table.notes
-    return Section("misstest", {"available": True, **res.data}, [table], res.exit_code)
+    return Section("miss_test", {"available": True, **res.data}, [table], res.exit_code)

@@ -1,0 +1,111 @@
+"""`auditor epoch`, `auditor misstest` and `auditor sql` through the CLI, against the
+bundled epoch-403 recording served on loopback."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import FIXTURES, run_cli, run_json
+
+REC = FIXTURES / "chain" / "epoch-403"
+STORY = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())
+
+
+@pytest.fixture
+def collected(db):
+    r = run_cli("collect", "--epoch", "403", "--replay", str(REC), db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def test_epoch_json_contract(db):
+    report = run_json("epoch", "403", "--replay", str(REC), "--format", "json", db=db)
+    for key in ("epoch", "heights", "models", "cpoc_events", "coverage", "miss_test"):
+        assert key in report
+    assert report["epoch"] == 403 and report["settled"] is True
+    heights = [h["height"] for h in report["heights"]]
+    assert heights == sorted(heights) and all(h["time"] for h in report["heights"])
+    assert {m["model_id"]: m["preserved_target"] for m in report["models"]} == {
+        "MiniMaxAI/MiniMax-M2.7": 152955, "deepseek-ai/DeepSeek-V4-Flash-0731": 15467, "zai-org/GLM-5.3-Flash": 2577}
+    (ev,) = report["cpoc_events"]
+    assert ev["gen_start"] == ev["trigger_height"] + 20 and ev["val_end"] == ev["gen_start"] + 60 - 1 + 5 + 480 - 1
+    assert report["coverage"]["chain"]["missing"] == []
+    verdicts = {p["participant"]: p["verdict"] for p in report["miss_test"]["participants"]}
+    assert verdicts[STORY["victim"]] == "zeroed_by_miss_test"
+    assert verdicts[STORY["boundary_fail"]] == "zeroed_by_miss_test"
+    assert verdicts[STORY["boundary_pass"]] == "passed"
+    assert verdicts[STORY["excluded"]] == "zero_for_other_reason"
+    assert verdicts[STORY["idle"]] == "no_requests"
+
+
+def test_misstest_json_contract(collected):
+    out = run_json("misstest", "403", "--offline", "--format", "json", db=collected)
+    assert out["epoch"] == 403 and out["p0"] == pytest.approx(0.1)
+    assert 0 < out["network_miss_share"] < 0.05
+    assert len(out["participants"]) == 27
+    for p in out["participants"]:
+        assert isinstance(p["participant"], str) and p["participant"].startswith("gonka1")
+        assert isinstance(p["missed"], int) and isinstance(p["total"], int)
+        assert isinstance(p["passed"], bool) and isinstance(p["rewarded_coins"], int)
+        assert p["verdict"] in {"passed", "zeroed_by_miss_test", "zero_for_other_reason", "no_requests"}
+        assert p["critical_misses"] is None or isinstance(p["critical_misses"], int)
+
+
+def test_misstest_csv_and_markdown(collected):
+    r = run_cli("misstest", "403", "--offline", "--format", "csv", db=collected)
+    assert r.returncode == 0
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 27 and {"participant", "verdict", "critical_misses"} <= set(rows[0])
+    victim = next(x for x in rows if x["participant"] == STORY["victim"])
+    assert victim["verdict"] == "zeroed_by_miss_test" and victim["rewarded_coins"] == "0"
+    md = run_cli("misstest", "403", "--offline", "--format", "md", db=collected).stdout
+    assert "| participant |" in md and STORY["victim"] in md
+
+
+def test_participant_filter(collected):
+    out = run_json("misstest", "403", "--offline", "-p", STORY["victim"], "--format", "json", db=collected)
+    assert [p["participant"] for p in out["participants"]] == [STORY["victim"]]
+    assert out["p0"] == pytest.approx(0.1)  # still the network p0
+
+
+def test_table_output_lines_up(collected):
+    r = run_cli("epoch", "403", "--offline", db=collected)
+    assert r.returncode == 0, r.stderr
+    assert "Heights" in r.stdout and "Miss test" in r.stdout and STORY["victim"] in r.stdout
+
+
+def test_offline_without_data_is_a_clear_error(db):
+    r = run_cli("epoch", "403", "--offline", db=db)
+    assert r.returncode == 3 and "not in the store" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("misstest", "403", "--offline", db=db)
+    assert r.returncode == 3 and "collect it first" in r.stderr
+
+
+def test_env_vars_stand_in_for_flags(tmp_path, record_server):
+    server = record_server(REC)
+    db = tmp_path / "env.duckdb"
+    r = run_cli("collect", "--epoch", "403", env={"AUDITOR_NODE": server.url, "AUDITOR_DB": str(db), "AUDITOR_RATE": "0"})
+    assert r.returncode == 0, r.stderr
+    assert db.exists()
+
+
+def test_bad_format_is_a_usage_error(collected):
+    assert run_cli("epoch", "403", "--offline", "--format", "xml", db=collected).returncode == 2
+
+
+def test_sql_command(collected):
+    out = run_json("sql", "SELECT count(*) AS n FROM chain_performance WHERE epoch = 403", "--format", "json", db=collected)
+    assert out["rows"] == [{"n": 27}]
+    r = run_cli("sql", "SELECT * FROM no_such_table", db=collected)
+    assert r.returncode == 2 and "query failed" in r.stderr
+    r = run_cli("sql", "SELECT participant, rewarded_coins FROM chain_performance ORDER BY 1 LIMIT 2", "--format", "csv", db=collected)
+    assert r.stdout.splitlines()[0] == "participant,rewarded_coins" and len(r.stdout.splitlines()) == 3
+
+
+def test_sql_on_a_missing_database(tmp_path):
+    r = run_cli("sql", "SELECT 1", db=tmp_path / "nope.duckdb")
+    assert r.returncode == 3 and "no database" in r.stderr
