@@ -427,7 +427,7 @@ def test_run_outage_breaker_punishes_nobody():
 def test_section_for_the_epoch_report():
     with _store() as s:
         sec = mt.section(s, EPOCH, "gonka1b_missy")
-    assert sec.key == "misstest" and sec.data["available"] is True
+    assert sec.key == "miss_test" and sec.data["available"] is True
     assert [p["verdict"] for p in sec.data["participants"]] == ["zeroed_by_miss_test"]
     assert sec.tables[0].notes[0].startswith("p0 used: 0.100")
     with Store(":memory:") as s:
