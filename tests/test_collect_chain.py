@@ -163,3 +163,46 @@ def test_usage_errors_exit_2(db):
     assert run_cli("collect", db=db).returncode == 2
     assert run_cli("collect", "--node", "http://127.0.0.1:9", db=db).returncode == 2
     assert run_cli("misstest", db=db).returncode == 2
+
+
+@pytest.fixture
+def hanging_server():
+    """A TCP server that accepts connections and never answers."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    conns = []
+    stop = threading.Event()
+
+    def accept():
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conns.append(sock.accept()[0])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stop.set()
+    t.join()
+    for c in conns:
+        c.close()
+    sock.close()
+
+
+def test_a_node_that_times_out_is_failed_over_and_then_asked_last(db, hanging_server, record_server):
+    server = record_server(REC)
+    r = run_cli("collect", "-e", "403", "--node", hanging_server, "--node", server.url, "--timeout", "0.5", db=db)
+    assert r.returncode == 0, r.stderr
+    assert count(db, "SELECT count(*) FROM chain_performance") == 27
+
+
+def test_only_node_times_out_exit_3(db, hanging_server):
+    r = run_cli("collect", "-e", "403", "--node", hanging_server, "--timeout", "0.3", db=db)
+    assert r.returncode == 3 and "timed out" in r.stderr and "Traceback" not in r.stderr
+    assert count(db, "SELECT count(*) FROM chain_epochs") == 0

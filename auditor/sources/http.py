@@ -2,6 +2,7 @@
 
 - Several base URLs mean failover in order: a node that is down, keeps answering
   429/5xx, times out or sends a body that is not JSON is left for the next one.
+  A node that refused a connection or timed out is asked last for the rest of the run.
 - Each node gets its own token bucket (default 20 requests per minute, burst 200:
   the public node proxy's limit), so one epoch's collection goes through at once
   and a long run never exceeds the limit. ``rate=0`` means unlimited.
@@ -89,6 +90,7 @@ class JsonClient:
     sleep: Callable[[float], None] = time.sleep
     requests_sent: int = 0
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
+    _down: set[str] = field(default_factory=set)
     _record_seq: int = 0
 
     def __post_init__(self) -> None:
@@ -131,8 +133,11 @@ class JsonClient:
         headers = {HEIGHT_HEADER: str(height)} if height is not None else {}
         tried: list[Attempt] = []
         not_found: str | None = None
-        for base in self.bases:
+        # nodes that failed at the transport level earlier in this run are asked last
+        order = [b for b in self.bases if b not in self._down] + [b for b in self.bases if b in self._down]
+        for i, base in enumerate(order):
             url = base + target
+            others_left = i < len(order) - 1
             bucket = self._buckets.setdefault(base, TokenBucket(self.rate_per_min, self.burst, sleep=self.sleep))
             for attempt in range(self.retries + 1):
                 r: httpx.Response | None = None
@@ -143,11 +148,16 @@ class JsonClient:
                     r = self._http.get(url, headers=headers)
                 except httpx.TimeoutException:
                     outcome = "timed out"
+                    if others_left:  # fail over at once; the last node left gets the retries
+                        self._down.add(base)
+                        tried.append(Attempt(url, outcome))
+                        break
                 except httpx.TransportError as exc:
-                    outcome = f"unreachable ({type(exc).__name__})"
-                    tried.append(Attempt(url, outcome))
+                    self._down.add(base)
+                    tried.append(Attempt(url, f"unreachable ({type(exc).__name__})"))
                     break  # a node that refuses connections will not recover within a retry
                 else:
+                    self._down.discard(base)
                     self._record(path, query, height, r)
                     if r.status_code == 200:
                         try:
