@@ -28,8 +28,8 @@ SECTIONS: list[SectionFn] = [
 
 
 def run(store: Store, epoch: int, *, participant: str | None = None) -> Result:
-    row = store.con.execute(
-        "SELECT settled, complete FROM chain_epochs WHERE epoch = ?", [epoch]).fetchone()
+    row = store.one(
+        "SELECT settled, complete FROM chain_epochs WHERE epoch = ?", [epoch])
     if row is None:
         raise SourceError(f"epoch {epoch} is not in the store; collect it first: "
                           f"auditor epoch {epoch} --node URL (or --replay DIR)")

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -351,8 +350,8 @@ CHAIN_EPOCH_TABLES = (
 
 
 def is_cached(store: Store, epoch: int) -> bool:
-    row = store.con.execute(
-        "SELECT settled AND complete FROM chain_epochs WHERE epoch = ?", [epoch]).fetchone()
+    row = store.one(
+        "SELECT settled AND complete FROM chain_epochs WHERE epoch = ?", [epoch])
     return bool(row and row[0])
 
 
