@@ -111,7 +111,7 @@ def _main(
 @app.command()
 def collect(
     epoch: Annotated[list[int], typer.Option("--epoch", "-e", metavar="N", min=0,
-        help="Epoch to collect from the chain. Repeatable.")] = [],
+        help="Epoch to collect: from the chain with --node, and (by escrow creation epoch) from --accounting; without it --accounting collects every epoch it lists. Repeatable.")] = [],
     node: NodeOpt = [],
     accounting: AccountingOpt = [],
     gateway_log: LogOpt = [],

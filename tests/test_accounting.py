@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from pathlib import Path
 
 import duckdb
@@ -26,26 +25,6 @@ MM = "MiniMaxAI/MiniMax-M2.7"
 TABLES = acct.TABLES
 
 
-class QuickReplay(ReplayServer):
-    """The conftest's replay server, polling for shutdown every 20 ms instead of 500 ms
-    (``serve_forever``'s default), so a test does not wait half a second to stop it."""
-
-    def __enter__(self) -> "QuickReplay":
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-
-@pytest.fixture
-def quick_server():
-    servers: list[QuickReplay] = []
-
-    def start(directory: Path) -> QuickReplay:
-        servers.append(QuickReplay(directory).__enter__())
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.__exit__(None, None, None)
 PROV = {"source_url": "http://x/api/v1/epochs/403/participants", "height": None, "fetched_at": None}
 
 
@@ -361,7 +340,7 @@ def edge_server(tmp_path_factory):
         {"path": "/api/v1/epochs/408/participants", "body": _with_epoch(good, 408)},
         {"path": "/api/v1/epochs/408/participants", "body": {"participants": "x"}},
     ])
-    with QuickReplay(rec) as server:
+    with ReplayServer(rec) as server:
         yield server
 
 
@@ -423,8 +402,8 @@ def test_failed_recollection_keeps_earlier_rows(store, edge_server):
     assert store.con.execute("SELECT * FROM coverage WHERE epoch = 408 ORDER BY item").fetchall() == coverage
 
 
-def test_epoch_list_failure_with_explicit_epochs(store, tmp_path, quick_server):
-    server = quick_server(write_recording(tmp_path / "nolist", [
+def test_epoch_list_failure_with_explicit_epochs(store, tmp_path, record_server):
+    server = record_server(write_recording(tmp_path / "nolist", [
         {"path": "/api/v1/epochs", "status": 404, "body": {"error": "not found"}},
         {"path": "/api/v1/epochs/403/participants", "body": body(V5, "/api/v1/epochs/403/participants")},
     ]))

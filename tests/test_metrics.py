@@ -4,14 +4,12 @@ against a loopback replay server (end to end)."""
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from auditor.sources.metrics import ExpositionError, parse_exposition
-from auditor.sources.replay import ReplayServer
 
 from conftest import FIXTURES, run_cli, write_recording
 
@@ -19,28 +17,6 @@ SCRAPE1 = FIXTURES / "metrics" / "scrape1"
 BODY = (FIXTURES / "metrics" / "scrape1.prom").read_text(encoding="utf-8")
 A = "gonka1kx9mca3xm8u8ypzfuhmxey66u0ufxhs7nm6wc5"
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
-
-
-class QuickReplay(ReplayServer):
-    """The conftest's replay server, polling for shutdown every 20 ms instead of 500 ms
-    (``serve_forever``'s default), so a test does not wait half a second to stop it."""
-
-    def __enter__(self) -> "QuickReplay":
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-
-@pytest.fixture
-def quick_server():
-    servers: list[QuickReplay] = []
-
-    def start(directory: Path) -> QuickReplay:
-        servers.append(QuickReplay(directory).__enter__())
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.__exit__(None, None, None)
 
 
 def q(db: Path, sql: str) -> list[tuple]:
@@ -80,9 +56,9 @@ def test_fixture_parses_to_the_documented_families():
     assert len(rows) == 43 and len({r["family"] for r in rows}) == 18
 
 
-def test_scrapes_append_with_new_ids(db, quick_server):
+def test_scrapes_append_with_new_ids(db, record_server):
     # the same gateway scraped twice in one run; then once more later (see the failure test)
-    url = quick_server(SCRAPE1).url + "/metrics"
+    url = record_server(SCRAPE1).url + "/metrics"
     r = run_cli("collect", "--metrics", url, "--metrics", url, "--rate", "0", db=db)
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("metrics: loaded metric_scrapes 1, metric_samples 43") == 2
@@ -130,14 +106,14 @@ def test_unparsable_body_is_missing_and_writes_nothing(db, tmp_path):
     assert q(db, "SELECT status FROM coverage WHERE source = 'metrics'") == [("missing",)]
 
 
-def test_failed_scrape_keeps_earlier_scrapes(tmp_path, quick_server):
+def test_failed_scrape_keeps_earlier_scrapes(tmp_path, record_server):
     from auditor.progress import Progress
     from auditor.sources.http import JsonClient
     from auditor.sources.metrics import scrape
     from auditor.store import Store
 
     bad_body = BODY.replace("} 1180", "} eleven-eighty")
-    server = quick_server(write_recording(tmp_path / "seq", [      # served in order: good, bad, good
+    server = record_server(write_recording(tmp_path / "seq", [      # served in order: good, bad, good
         {"path": "/metrics", "content_type": TEXT, "body": b} for b in (BODY, bad_body, BODY)]))
     url = server.url + "/metrics"
     with Store(tmp_path / "m.duckdb") as store:

@@ -181,7 +181,8 @@ class JsonClient:
         if not_found is not None:
             raise NotFoundError(f"not found: {not_found}")
         detail = "; ".join(f"{a.url}: {a.outcome}" for a in tried)
-        raise SourceError(f"no node answered {target}" + (f" at height {height}" if height else "") + f" ({detail})")
+        raise SourceError(f"no node answered {target or 'the request'}" + (f" at height {height}" if height else "")
+                          + f" ({detail})")
 
     def _delay(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None and response.status_code == 429:
