@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
+
+
+def utc_text(t: datetime | None) -> str:
+    """A time as people paste it: ``2026-09-23 00:03:36.172913Z`` (UTC), or '?' when unknown."""
+    if t is None:
+        return "?"
+    if t.tzinfo is not None:
+        t = t.astimezone(timezone.utc)
+    return t.isoformat(sep=" ").replace("+00:00", "") + "Z"
 
 
 @dataclass

@@ -110,7 +110,10 @@ class Scenario:
     """Arrival rate used when ``target_bytes`` is None (fixed-rate, format-independent)."""
     models: tuple[str, ...] = ("MiniMaxAI/MiniMax-M2.7",)
     hosts: int = 20
-    """Number of host addresses (taken from HOST_ADDRESSES, then generated from the seed)."""
+    """Number of host addresses (taken from ``host_addresses``, then generated from the seed)."""
+    host_addresses: tuple[tuple[str, int], ...] = HOST_ADDRESSES
+    """(address, weight) of the hosts to use first: by default the 23 MiniMax participants of
+    the epoch-403 snapshot; a model's own participants for a story about that model."""
     slots: int = 16
     escrows: int = 4
     """Active escrows at any time (per scenario, spread over the models)."""
@@ -661,7 +664,7 @@ class _Gen:
     # ---- setup -------------------------------------------------------------------
     def _setup(self) -> None:
         sc, rng = self.sc, self.rng
-        pool = list(HOST_ADDRESSES[: sc.hosts])
+        pool = list(sc.host_addresses[: sc.hosts])
         while len(pool) < sc.hosts:
             addr = "gonka1" + "".join(rng.choice(_BECH32) for _ in range(38))
             pool.append((addr, int(rng.lognormvariate(9.5, 1.3))))

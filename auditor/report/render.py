@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import UsageError
-from ..model import Result, Table
+from ..model import Result, Table, utc_text
 
 
 def _json_default(v: Any) -> Any:
@@ -42,7 +42,7 @@ def cell(v: Any) -> str:
     if isinstance(v, Decimal):
         return format(v.normalize(), "f") if v == v else "NaN"
     if isinstance(v, datetime):
-        return v.isoformat(sep=" ")
+        return utc_text(v)
     if isinstance(v, (list, tuple)):
         return ", ".join(cell(x) for x in v)
     return str(v)
