@@ -98,6 +98,21 @@ def _collect(store, sources, epochs, refresh=False) -> None:
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 
 
+def _report(sources, epoch: int, offline: bool, analyse, fmt: str) -> None:
+    """Collect the epoch from the given sources (unless --offline), analyse, render, exit.
+    The exit code is the worse of the collection's (3 if incomplete) and the analysis's."""
+    from .report import render
+    from .store import Store
+
+    with Store(_db()) as store:
+        code = 0
+        if not offline and (sources.any or sources.replay):
+            code = _collect(store, sources, [epoch])
+        result = analyse(store)
+    render.emit(result, fmt)
+    raise typer.Exit(code or result.exit_code)
+
+
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
@@ -145,17 +160,9 @@ def misstest(
 ) -> None:
     """Reproduce the chain's binomial miss test for every participant of epoch N."""
     from .analyses import misstest as mt
-    from .report import render
-    from .store import Store
 
     sources = _sources(node, [], [], [], rate, None, replay, timeout)
-    with Store(_db()) as store:
-        code = 0
-        if not offline and (sources.nodes or sources.replay):
-            code = _collect(store, sources, [epoch])
-        result = mt.run(store, epoch, participant=participant)
-    render.emit(result, fmt.value)
-    raise typer.Exit(code or result.exit_code)
+    _report(sources, epoch, offline, lambda store: mt.run(store, epoch, participant=participant), fmt.value)
 
 
 @app.command()
@@ -176,17 +183,9 @@ def epoch(
 ) -> None:
     """Collect what is missing for epoch N, then print its report."""
     from .analyses import epoch_report
-    from .report import render
-    from .store import Store
 
     sources = _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeout)
-    with Store(_db()) as store:
-        code = 0
-        if not offline and (sources.any or sources.replay):
-            code = _collect(store, sources, [n])
-        result = epoch_report.run(store, n, participant=participant)
-    render.emit(result, fmt.value)
-    raise typer.Exit(code or result.exit_code)
+    _report(sources, n, offline, lambda store: epoch_report.run(store, n, participant=participant), fmt.value)
 
 
 @app.command()
