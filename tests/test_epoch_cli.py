@@ -109,3 +109,33 @@ def test_sql_command(collected):
 def test_sql_on_a_missing_database(tmp_path):
     r = run_cli("sql", "SELECT 1", db=tmp_path / "nope.duckdb")
     assert r.returncode == 3 and "no database" in r.stderr
+
+
+DEMO_LOG = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
+DEMO_TRUTH = json.loads((FIXTURES / "demo-epoch-403" / "gateway.summary.json").read_text())
+
+
+def test_epoch_with_every_source_reports_gateway_coverage(db):
+    report = run_json("epoch", "403", "--replay", str(REC), "--replay", str(FIXTURES / "accounting" / "v5"),
+                      "--gateway-log", str(DEMO_LOG), "--format", "json", db=db)
+    cov = report["coverage"]
+    assert set(cov) == {"chain", "accounting", "gateway_log", "metrics"}
+    acct = cov["accounting"]
+    assert acct["collected"] and acct["schema_versions"] == [5] and acct["loaded"]["participant_records"] > 0
+    logs = cov["gateway_log"]
+    assert logs["collected"] and logs["loaded"]["lines"] == DEMO_TRUTH["lines"]
+    assert logs["rejected"] == {}
+    windows = {w["window"]: w for w in logs["windows"]}
+    assert windows["cpoc:0"]["fully_covered"] and windows["cpoc:0"]["lines"] > 0
+    # the log spans 1.5 hours of a day-long epoch: that gap is reported, not hidden
+    assert not windows["epoch"]["fully_covered"]
+    assert any(m.startswith("epoch: logs cover only") for m in logs["missing"])
+    assert cov["metrics"] == {"collected": False, "urls": [], "loaded": {}, "time_range": None, "windows": [],
+                              "missing": ["no metrics scraped (collect with --metrics URL)"]}
+
+
+def test_no_gateway_source_is_unknown_not_zero(collected):
+    cov = run_json("epoch", "403", "--offline", "--format", "json", db=collected)["coverage"]
+    for source in ("accounting", "gateway_log", "metrics"):
+        assert cov[source]["collected"] is False and cov[source]["missing"]
+        assert cov[source]["loaded"] == {}

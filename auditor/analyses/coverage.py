@@ -1,14 +1,124 @@
-"""The coverage section: what each source obtained for the epoch and what is missing."""
+"""The coverage section: what each source obtained for the epoch, and what is missing.
+
+One entry per source. The chain entry lists the items of the fetch plan that were
+not obtained; each gateway source (accounting, gateway_log, metrics) says what it
+read, what it loaded, the time range it covers and which of the epoch's windows
+(the effective span and each confirmation PoC) it does not cover. A source never
+collected says so: unknown is not zero.
+"""
 
 from __future__ import annotations
 
-from ..model import Section, Table
+from typing import Any
+
+from ..model import Section, Table, utc_text
 from ..store import Store
 
 
 def section(store: Store, epoch: int, participant: str | None = None) -> Section:
-    rows = store.query("coverage", epoch=epoch)
-    data = {r["source"]: {"ok": r["ok"], "missing": r["missing"] or []} for r in rows}
-    table_rows = [{"source": r["source"], "ok": r["ok"], "missing": len(r["missing"] or []),
-                   "what is missing": "; ".join(r["missing"] or []) or None} for r in rows]
-    return Section("coverage", data, [Table("Coverage", ["source", "ok", "missing", "what is missing"], table_rows)])
+    windows = store.query("epoch_windows", epoch=epoch)
+    data: dict[str, Any] = {"chain": chain(store, epoch)}
+    data["accounting"] = accounting(store, epoch)
+    data["gateway_log"] = gateway_log(store, epoch, windows)
+    data["metrics"] = metrics(store, epoch, windows)
+    rows = []
+    for source, entry in data.items():
+        rows.append({
+            "source": source,
+            "collected": entry.get("collected", True),
+            "loaded": _loaded_text(entry),
+            "time range": " … ".join(utc_text(t) for t in entry.get("time_range") or []) or None,
+            "missing": "; ".join(entry["missing"]) or None,
+        })
+    return Section("coverage", data, [Table("Coverage", ["source", "collected", "loaded", "time range", "missing"], rows)])
+
+
+def _loaded_text(entry: dict[str, Any]) -> str | None:
+    loaded = entry.get("loaded")
+    if not loaded:
+        return None
+    return ", ".join(f"{k} {v}" for k, v in loaded.items())
+
+
+def chain(store: Store, epoch: int) -> dict[str, Any]:
+    rows = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
+    r = rows.get("chain")
+    return {"collected": r is not None, "loaded": {"items": r["ok"]} if r else {},
+            "missing": (r["missing"] or []) if r else ["nothing collected from the chain"]}
+
+
+def accounting(store: Store, epoch: int) -> dict[str, Any]:
+    (r,) = store.query("coverage_accounting", epoch=epoch)
+    missing = [f"{row['item']}: {row['detail'] or row['status']}" for row in store.rows(
+        "SELECT item, status, detail FROM coverage WHERE source = 'accounting' AND epoch = ? AND status <> 'ok' "
+        "ORDER BY item", [epoch])]
+    collected = r["participant_records"] > 0
+    if not collected and not missing:
+        missing = [f"no accounting records for epoch {epoch} (collect with --accounting URL)"]
+    return {
+        "collected": collected,
+        "urls": r["urls"] or [],
+        "schema_versions": r["schema_versions"] or [],
+        "loaded": {"participant_records": r["participant_records"], "slot_records": r["slot_records"],
+                   "counter_records": r["counter_records"]} if collected else {},
+        "time_range": [r["first_updated_at"], r["last_updated_at"]] if collected else None,
+        "missing": missing,
+    }
+
+
+def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
+    scrapes = store.one("SELECT count(*) FROM metric_scrapes")[0]
+    if not scrapes:
+        return {"collected": False, "urls": [], "loaded": {}, "time_range": None, "windows": [],
+                "missing": ["no metrics scraped (collect with --metrics URL)"]}
+    per_window, missing, urls, span = [], [], [], None
+    for w in windows:
+        if w["start_time"] is None or w["end_time"] is None:
+            missing.append(f"{w['window']}: window times unknown (block times not collected)")
+            continue
+        (r,) = store.query("coverage_metrics", start=w["start_time"], end=w["end_time"])
+        urls, span = r["urls"], [r["first_scrape"], r["last_scrape"]]
+        measured = r["last_scrape_before_start"] is not None and r["first_scrape_after_end"] is not None
+        per_window.append({"window": w["window"], "scrapes_inside": r["scrapes_inside"],
+                           "scrape_before_start": r["last_scrape_before_start"],
+                           "scrape_after_end": r["first_scrape_after_end"], "measurable": measured})
+        if not measured:
+            missing.append(f"{w['window']}: counters need a scrape at or before {utc_text(w['start_time'])} "
+                           f"and one at or after {utc_text(w['end_time'])}")
+    return {"collected": True, "urls": urls, "loaded": {"scrapes": scrapes}, "time_range": span,
+            "windows": per_window, "missing": missing}
+
+
+def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
+    files = store.query("coverage_gateway_log_files")
+    if not files:
+        return {"collected": False, "files": [], "loaded": {}, "rejected": {}, "time_range": None,
+                "windows": [], "missing": ["no gateway logs ingested (collect with --gateway-log PATH)"]}
+    rejected = {r["reason"]: r["lines"] for r in store.query("coverage_gateway_log_rejects")}
+    first = min((f["first_ts"] for f in files if f["first_ts"] is not None), default=None)
+    last = max((f["last_ts"] for f in files if f["last_ts"] is not None), default=None)
+    per_window, missing = [], []
+    for w in windows:
+        if w["start_time"] is None or w["end_time"] is None:
+            missing.append(f"{w['window']}: window times unknown (block times not collected)")
+            continue
+        (r,) = store.query("coverage_gateway_log_window", start=w["start_time"], end=w["end_time"])
+        covered = first is not None and first <= w["start_time"] and last is not None and last >= w["end_time"]
+        per_window.append({"window": w["window"], "start": w["start_time"], "end": w["end_time"],
+                           "lines": r["lines"], "first_line": r["first_ts"], "last_line": r["last_ts"],
+                           "fully_covered": covered})
+        if not r["lines"]:
+            missing.append(f"{w['window']}: no log lines between {utc_text(w['start_time'])} "
+                           f"and {utc_text(w['end_time'])}")
+        elif not covered:
+            missing.append(f"{w['window']}: logs cover only {utc_text(r['first_ts'])} … {utc_text(r['last_ts'])} "
+                           f"of {utc_text(w['start_time'])} … {utc_text(w['end_time'])}")
+    return {
+        "collected": True,
+        "files": files,
+        "loaded": {"files": len(files), "lines": sum(f["lines"] for f in files), "events": sum(f["events"] for f in files)},
+        "rejected": rejected,
+        "time_range": [first, last] if first is not None else None,
+        "windows": per_window,
+        "missing": missing,
+    }

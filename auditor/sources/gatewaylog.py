@@ -1,0 +1,692 @@
+"""Gateway log ingestion: ``auditor collect --gateway-log PATH`` (docs: gateway-logs.md).
+
+Reads devshardctl logs (plain files, globs, ``.gz``, ``-`` for stdin) into the ``log_*``
+tables of schema 003, incrementally:
+
+* a plain file is identified by path, device/inode and the sha256 of its first bytes
+  (up to 4 KiB); a second run reads only what was appended after the last complete line
+  (``log_files.byte_offset``). A file whose inode or head changed (rotated) or that shrank
+  below the offset (truncated) is read again from its start, its old rows replaced. A
+  rotated file that moved to another path given in the same run (``app.log`` ->
+  ``app.log.1``) keeps its rows and is continued there. A last line without its newline
+  waits for the next run.
+* a ``.gz`` file is read whole, and again only when it changed (size, mtime, inode, head).
+* stdin is spooled to a temporary file and identified by the sha256 of its content: the
+  same content is never stored twice.
+
+Blocks of whole lines (8 MiB) are parsed vectorised (:mod:`.gatewaylog_parse`) by two
+worker threads while this thread stores the results in order; rows, rejected-line counts
+and the file's new position are committed together, one DuckDB row group (122,880 rows)
+per transaction, so an interrupted run resumes where the last commit stopped and never
+stores a line twice. Memory stays flat whatever the file size.
+Lines that are not gateway lines are counted per file and reason (``log_rejects``) with a
+few samples (``log_reject_samples``); they are never fatal. A path that does not exist or
+cannot be read is listed in the report's ``missing`` (the CLI then exits 3) and the other
+files are still read.
+"""
+
+from __future__ import annotations
+
+import bisect
+import glob
+import gzip
+import hashlib
+import os
+import queue
+import sys
+import tempfile
+import threading
+import zlib
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, BinaryIO, Callable
+
+import duckdb
+
+from ..errors import SourceError
+from ..model import CollectReport
+from ..progress import Progress
+from ..store import Store, utcnow
+
+SOURCE = "gateway_log"
+BLOCK_SIZE = 8 << 20
+ROWS_PER_COMMIT = 122_880    # one DuckDB row group per transaction (see _Ingest._stream)
+SAMPLES_PER_FILE = 5         # rejected lines kept per file and reason
+PARSE_WORKERS = 2
+HEAD_BYTES = 4096            # a plain file's identity: sha256 of (up to) its first 4 KiB
+MAX_LINE = 64 << 20          # a "line" longer than this is rejected (line_too_long), not buffered
+STDIN = "-"
+_GLOB_CHARS = set("*?[")
+
+INSERT_EVENTS = """
+INSERT INTO log_events
+SELECT ? AS file_id, line_no, byte_offset, ts,
+       CASE src WHEN 1 THEN 'docker' WHEN 2 THEN 'record' WHEN 3 THEN 'go' END,
+       CASE fmt WHEN 0 THEN 'text' WHEN 1 THEN 'json' ELSE 'slog_text' END,
+       level, CASE WHEN is_stage THEN 'stage' ELSE 'event' END, name,
+       coalesce(request, j[4]),
+       TRY_CAST(j[1] AS BIGINT), TRY_CAST(j[2] AS BIGINT), nullif(j[3], ''),
+       fields
+FROM (SELECT *, json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)
+"""
+
+
+@dataclass
+class FileRec:
+    """A log_files row."""
+
+    file_id: int
+    path: str
+    kind: str
+    device: int | None = None
+    inode: int | None = None
+    size: int | None = None
+    mtime: datetime | None = None
+    head_len: int = 0
+    head_sha256: str | None = None
+    content_sha256: str | None = None
+    byte_offset: int = 0
+    lines: int = 0
+    events: int = 0
+    rejected: int = 0
+    complete: bool = False
+    generation: int = 0
+    first_read_at: datetime | None = None
+    last_read_at: datetime | None = None
+
+
+_COLS = list(FileRec.__dataclass_fields__)
+
+
+@dataclass
+class Target:
+    path: str                 # absolute path, or '-' for stdin
+    given: str                # as the user wrote it
+    st: os.stat_result | None = None
+
+
+def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: int = BLOCK_SIZE,
+           stdin: BinaryIO | None = None, vectorised: bool = True) -> CollectReport:
+    """Read the gateway logs ``paths`` (files, globs, ``.gz``, ``-`` for stdin) into the
+    store; return the run report (rows loaded, lines rejected by reason, files skipped as
+    unchanged, paths missing). ``vectorised=False`` parses line by line (tests only)."""
+    report = CollectReport(source=SOURCE)
+    targets = resolve_paths(paths, report)
+    for m in report.missing:
+        store.replace("coverage", {"source": SOURCE, "item": m.split(": ")[0]},
+                      [{"source": SOURCE, "epoch": None, "item": m.split(": ")[0], "status": "missing",
+                        "detail": m, "source_url": None, "height": None, "fetched_at": utcnow()}])
+    ing = _Ingest(store, report, progress, block_size, vectorised)
+    ing.relocate_moved(targets)
+    con = store.con
+    prev = con.execute("SELECT current_setting('force_compression')").fetchone()[0]
+    # zstd writes the large text columns at half the CPU of the automatic choice
+    con.execute("SET force_compression = 'zstd'")
+    con.execute('SET threads = 1')
+    try:
+        for t in targets:
+            try:
+                if t.path == STDIN:
+                    ing.read_stdin(t, stdin if stdin is not None else sys.stdin.buffer)
+                else:
+                    ing.read_file(t)
+            except OSError as exc:
+                why = f"cannot read: {exc.strerror or exc}"
+                report.missing.append(f"{t.given}: {why}")
+                ing.coverage(t.given, "missing", why)
+            except duckdb.Error as exc:
+                raise SourceError(f"{t.given}: could not store what was read "
+                                  f"({str(exc).splitlines()[0]}); the file's earlier rows are kept") from exc
+    finally:
+        con.execute(f"SET force_compression = '{prev}'")
+    if not report.loaded:
+        report.loaded["log_events"] = 0
+    return report
+
+
+def resolve_paths(paths: list[str], report: CollectReport) -> list[Target]:
+    """Expand globs and ``~``; missing paths go to ``report.missing``; duplicates once."""
+    out: list[Target] = []
+    seen: set = set()            # paths, and (device, inode) so a file linked twice is read once
+    for given in paths:
+        given = str(given)
+        if given == STDIN:
+            if STDIN not in seen:
+                seen.add(STDIN)
+                out.append(Target(STDIN, given))
+            continue
+        p = os.path.expanduser(given)
+        if _GLOB_CHARS & set(p):
+            matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))
+            if not matches:
+                report.missing.append(f"{given}: no file matches")
+                continue
+        else:
+            if not os.path.exists(p):
+                report.missing.append(f"{given}: no such file")
+                continue
+            if os.path.isdir(p):
+                report.missing.append(f"{given}: is a directory; give files or a glob such as {given.rstrip('/')}/*.log")
+                continue
+            matches = [p]
+        for m in matches:
+            a = os.path.abspath(m)
+            if a in seen:
+                continue
+            seen.add(a)
+            try:
+                st = os.stat(a)
+            except OSError as exc:
+                report.missing.append(f"{m}: cannot read: {exc.strerror}")
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            out.append(Target(a, m if m != p else given, st))
+    return out
+
+
+def _is_gzip(path: str) -> bool:
+    if path.endswith(".gz"):
+        return True
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _mtime(st: os.stat_result) -> datetime:
+    return datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=timezone.utc)
+
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def _read_head(path: str, n: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+class _Ingest:
+    """One ingest run: the log_files records, and reading each kind of source."""
+
+    def __init__(self, store: Store, report: CollectReport, progress: Progress, block_size: int,
+                 vectorised: bool = True) -> None:
+        self.vectorised = vectorised
+        self.store = store
+        self.report = report
+        self.progress = progress
+        self.block_size = max(1024, int(block_size))
+        rows = store.rows(f"SELECT {', '.join(_COLS)} FROM log_files")
+        self.recs = {r["file_id"]: FileRec(**r) for r in rows}
+        self.samples: dict[tuple[int, str], int] = {}
+        self.reasons: set[tuple[int, str]] = set()
+
+    # -- records ----------------------------------------------------------------------
+    def by_path(self, path: str) -> FileRec | None:
+        return next((r for r in self.recs.values() if r.path == path), None)
+
+    def new_rec(self, path: str, kind: str) -> FileRec:
+        fid = max(self.recs, default=0) + 1
+        now = utcnow()
+        rec = FileRec(fid, path, kind, first_read_at=now, last_read_at=now)
+        self.recs[fid] = rec
+        self.store.insert("log_files", [self._row(rec)])
+        return rec
+
+    def _row(self, rec: FileRec) -> dict[str, Any]:
+        return {c: getattr(rec, c) for c in _COLS}
+
+    def save(self, rec: FileRec) -> None:
+        sets = ", ".join(f"{c} = ?" for c in _COLS[1:])
+        self.store.con.execute(f"UPDATE log_files SET {sets} WHERE file_id = ?",
+                               [getattr(rec, c) for c in _COLS[1:]] + [rec.file_id])
+
+    def reset(self, rec: FileRec, why: str) -> None:
+        """Forget what was read of ``rec`` (its rows) before reading it again from the start."""
+        with self.store.transaction() as con:
+            for t in ("log_events", "log_rejects", "log_reject_samples"):
+                con.execute(f"DELETE FROM {t} WHERE file_id = ?", [rec.file_id])
+            rec.byte_offset = rec.lines = rec.events = rec.rejected = 0
+            rec.head_len, rec.head_sha256, rec.complete = 0, None, False
+            rec.generation += 1
+            self.save(rec)
+        self.samples = {k: v for k, v in self.samples.items() if k[0] != rec.file_id}
+        self.reasons = {k for k in self.reasons if k[0] != rec.file_id}
+        self.report.notes.append(f"{rec.path}: {why}; read again from the start (its earlier rows replaced)")
+
+    def head_matches(self, rec: FileRec, path: str) -> bool:
+        if not rec.head_len:
+            return True
+        return _sha(_read_head(path, rec.head_len)) == rec.head_sha256
+
+    def relocate_moved(self, targets: list[Target]) -> None:
+        """A plain file renamed by log rotation (app.log -> app.log.1), both given in this
+        run: its record follows it to the new path, so it is continued, not read again."""
+        by_inode = {(t.st.st_dev, t.st.st_ino): t for t in targets if t.st is not None}
+        moves: dict[int, str] = {}
+        for rec in self.recs.values():
+            if rec.kind != "plain" or rec.inode is None:
+                continue
+            here = next((t for t in targets if t.path == rec.path), None)
+            if here is not None and (here.st.st_dev, here.st.st_ino) == (rec.device, rec.inode):
+                continue
+            t = by_inode.get((rec.device, rec.inode))
+            if t is None or t.path == rec.path:
+                continue
+            holder = self.by_path(t.path)
+            if holder is not None and (holder.device, holder.inode) == (rec.device, rec.inode):
+                continue
+            try:
+                if t.st.st_size < rec.byte_offset or not self.head_matches(rec, t.path):
+                    continue
+            except OSError:
+                continue
+            moves[rec.file_id] = t.path
+        if not moves:
+            return
+        with self.store.transaction():
+            # records displaced from a path another record moves into keep their rows
+            # under a detached name until their own file is seen again
+            for rec in self.recs.values():
+                if rec.file_id not in moves and rec.path in moves.values():
+                    rec.path = f"{rec.path} (moved away, file {rec.file_id})"
+                    self.save(rec)
+            for fid, path in moves.items():
+                old = self.recs[fid].path
+                self.recs[fid].path = path
+                self.save(self.recs[fid])
+                self.report.notes.append(f"{old}: rotated to {path}; continued there")
+
+    # -- coverage -----------------------------------------------------------------------
+    def coverage(self, item: str, status: str, detail: str | None) -> None:
+        self.store.replace("coverage", {"source": SOURCE, "item": item},
+                           [{"source": SOURCE, "epoch": None, "item": item, "status": status,
+                             "detail": detail, "source_url": None, "height": None, "fetched_at": utcnow()}])
+
+    # -- plain files and .gz --------------------------------------------------------------
+    def read_file(self, t: Target) -> None:
+        path, st = t.path, t.st
+        if _is_gzip(path):
+            return self.read_gz(t)
+        rec = self.by_path(path)
+        is_new = rec is None
+        why = None
+        if rec is not None and rec.kind != "plain":
+            why = "was a compressed file before"
+        elif rec is not None and (rec.device, rec.inode) != (st.st_dev, st.st_ino):
+            why = "rotated (another file now at this path)"
+        elif rec is not None and st.st_size < rec.byte_offset:
+            why = f"truncated (size {st.st_size} < {rec.byte_offset} bytes read before)"
+        elif rec is not None and not self.head_matches(rec, path):
+            why = "rotated (its first bytes changed)"
+        if rec is None:
+            rec = self.new_rec(path, "plain")
+        elif why:
+            rec.kind = "plain"
+            self.reset(rec, why)
+        rec.device, rec.inode = st.st_dev, st.st_ino
+        if st.st_size == rec.byte_offset and not why and not is_new:
+            self.report.skipped.append(f"{t.given} (unchanged)")
+            self.coverage(t.given, "skipped", "unchanged since the last read")
+            return
+        with open(path, "rb") as f:
+            head = f.read(HEAD_BYTES)
+            f.seek(rec.byte_offset)
+            left = self._stream(rec, f.read, final=False, total=max(0, st.st_size - rec.byte_offset),
+                                label=t.given, head=head, size=st.st_size, mtime=_mtime(st))
+        if left:
+            self.report.notes.append(f"{t.given}: last line incomplete ({left} bytes), left for the next run")
+        self.coverage(t.given, "ok", f"read to byte {rec.byte_offset} ({rec.lines} lines)")
+
+    def read_gz(self, t: Target) -> None:
+        path, st = t.path, t.st
+        head_c = _read_head(path, HEAD_BYTES)
+        hh = _sha(head_c)
+        rec = self.by_path(path)
+        same = (rec is not None and rec.kind == "gz" and rec.size == st.st_size
+                and (rec.device, rec.inode) == (st.st_dev, st.st_ino) and rec.head_sha256 == hh
+                and rec.mtime == _mtime(st))
+        if rec is not None and same and rec.complete:
+            self.report.skipped.append(f"{t.given} (unchanged)")
+            self.coverage(t.given, "skipped", "unchanged since the last read")
+            return
+        if rec is None:
+            rec = self.new_rec(path, "gz")
+        elif not same:
+            rec.kind = "gz"
+            self.reset(rec, "changed")
+        rec.device, rec.inode = st.st_dev, st.st_ino
+        raw = open(path, "rb")
+        try:
+            gz = gzip.GzipFile(fileobj=raw, mode="rb")
+            skip = rec.byte_offset
+            while skip:
+                n = len(gz.read(min(skip, self.block_size)))
+                if not n:
+                    break
+                skip -= n
+            done = [0]
+
+            def read(n: int) -> bytes:
+                b = gz.read(n)
+                done[0] = raw.tell()
+                return b
+
+            try:
+                self._stream(rec, read, final=True, total=st.st_size, label=t.given, head=None,
+                             size=st.st_size, mtime=_mtime(st), progress_pos=lambda: done[0],
+                             head_override=(len(head_c), hh))
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                msg = f"damaged gzip after {rec.byte_offset} uncompressed bytes: {exc}"
+                self.report.missing.append(f"{t.given}: {msg}")
+                self.coverage(t.given, "partial", msg)
+                return
+        finally:
+            raw.close()
+        self.coverage(t.given, "ok", f"read whole ({rec.lines} lines)")
+
+    # -- stdin ------------------------------------------------------------------------------
+    def read_stdin(self, t: Target, src: BinaryIO) -> None:
+        h = hashlib.sha256()
+        tmp = tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=".log", delete=False)
+        try:
+            with tmp:
+                while True:
+                    b = src.read(1 << 20)
+                    if not b:
+                        break
+                    h.update(b)
+                    tmp.write(b)
+            digest = h.hexdigest()
+            rec = next((r for r in self.recs.values() if r.kind == "stdin" and r.content_sha256 == digest), None)
+            if rec is not None and rec.complete:
+                self.report.skipped.append(f"stdin (same content as read before: {rec.path})")
+                self.coverage("stdin", "skipped", f"same content as {rec.path}")
+                return
+            if rec is None:
+                rec = self.new_rec(f"stdin:{digest[:16]}", "stdin")
+                rec.content_sha256 = digest
+            size = os.path.getsize(tmp.name)
+            with open(tmp.name, "rb") as f:
+                head = f.read(HEAD_BYTES)
+                f.seek(rec.byte_offset)
+                self._stream(rec, f.read, final=True, total=max(0, size - rec.byte_offset), label="stdin",
+                             head=head, size=size, mtime=None)
+            self.coverage("stdin", "ok", f"{rec.path}: {rec.lines} lines")
+        finally:
+            try:
+                os.unlink(tmp.name)
+            except OSError:
+                pass
+
+    # -- the read / parse / write loop --------------------------------------------------------
+    def _blocks(self, read: Callable[[int], bytes], rec: FileRec, final: bool,
+                progress_pos: Callable[[], int] | None) -> Iterator[tuple]:
+        """Cut what ``read`` returns into blocks of whole lines, numbered from ``rec``'s
+        position. Yields ``("parse", block, first_line, offset, progress)``,
+        ``("done", BlockResult, nbytes, progress)`` for an over-long line, ``("progress",
+        n)``, and finally ``("end", bytes_left_unread)``."""
+        bs = self.block_size
+        off, line = rec.byte_offset, rec.lines + 1
+        carry = b""
+        long_len = 0          # inside a line longer than MAX_LINE: its bytes so far
+        read_pos = last_pos = 0
+
+        def moved() -> int:
+            nonlocal last_pos
+            pos = progress_pos() if progress_pos is not None else read_pos
+            d, last_pos = pos - last_pos, pos
+            return d
+
+        while True:
+            chunk = read(bs)
+            if not chunk:
+                break
+            read_pos += len(chunk)
+            if long_len:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    long_len += len(chunk)
+                    yield ("progress", moved())
+                    continue
+                long_len += nl + 1
+                yield ("done", _long_line(line, off), long_len, moved())
+                off, line, long_len = off + long_len, line + 1, 0
+                chunk = chunk[nl + 1:]
+                if not chunk:
+                    continue
+            buf = carry + chunk if carry else chunk
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                if len(buf) > MAX_LINE:
+                    long_len, carry = len(buf), b""
+                else:
+                    carry = buf
+                yield ("progress", moved())
+                continue
+            block = buf if cut == len(buf) else buf[:cut]
+            carry = buf[cut:]
+            yield ("parse", block, line, off, moved())
+            off += len(block)
+            line += block.count(b"\n")
+        if final and long_len:
+            yield ("done", _long_line(line, off), long_len, moved())
+            long_len = 0
+        elif final and carry:
+            yield ("parse", carry, line, off, moved())
+            carry = b""
+        yield ("end", len(carry) + long_len)
+
+    def _stream(self, rec: FileRec, read: Callable[[int], bytes], *, final: bool, total: int, label: str,
+                head: bytes | None, size: int | None, mtime: datetime | None,
+                progress_pos: Callable[[], int] | None = None,
+                head_override: tuple[int, str] | None = None) -> int:
+        """Read blocks with ``read`` from ``rec.byte_offset`` on, parse them in a worker
+        thread (polars and DuckDB release the GIL) while this thread stores the previous
+        ones, and return the bytes of an incomplete last line left unread (0 when ``final``:
+        the last line is then taken as it is).
+
+        Rows are inserted ROWS_PER_COMMIT at a time (whole DuckDB row groups: such a commit
+        writes its row groups once, compressed, instead of logging them in the WAL), each
+        in one transaction with the rejected lines before it and the file position of the
+        first line after it."""
+        from functools import partial
+
+        from .gatewaylog_parse import parse_block
+
+        parse = partial(parse_block, vectorised=self.vectorised)
+        w = _Writer(self, rec, dict(head=head, size=size, mtime=mtime, head_override=head_override))
+        q: queue.Queue = queue.Queue(maxsize=PARSE_WORKERS)      # futures in file order
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=PARSE_WORKERS, thread_name_prefix="gatewaylog-parse")
+
+        def dispatch() -> None:
+            """Reader thread: cut blocks and hand them to the parse pool, in order."""
+            try:
+                prog = 0
+                for item in self._blocks(read, rec, final, progress_pos):
+                    if stop.is_set():
+                        return
+                    tag = item[0]
+                    if tag == "progress":
+                        prog += item[1]
+                    elif tag == "parse":
+                        _, block, line, off, p = item
+                        q.put((pool.submit(parse, block, line, off), len(block), prog + p))
+                        prog = 0
+                    elif tag == "done":
+                        q.put((item[1], item[2], prog + item[3]))
+                        prog = 0
+                    else:
+                        q.put(("end", item[1], prog))
+                        return
+            except BaseException as exc:  # noqa: BLE001 - raised again by the writer
+                q.put(("error", exc, 0))
+
+        con = self.store.con
+        prev_order = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+        con.execute("SET preserve_insertion_order = false")
+        reader = threading.Thread(target=dispatch, name="gatewaylog-read", daemon=True)
+        reader.start()
+        left = 0
+        try:
+            with self.progress.task(f"reading {label}", total or None) as advance:
+                while True:
+                    fut, nbytes, prog = q.get()
+                    if fut == "error":
+                        raise nbytes
+                    if fut == "end":
+                        left = nbytes
+                        advance(prog)
+                        break
+                    w.add(fut.result() if isinstance(fut, Future) else fut, nbytes)
+                    advance(prog)
+            w.flush(complete=final)
+        finally:
+            stop.set()
+            while reader.is_alive():
+                try:
+                    item = q.get(timeout=0.05)
+                    if isinstance(item[0], Future):
+                        item[0].cancel()
+                except queue.Empty:
+                    pass
+            reader.join()
+            pool.shutdown(wait=True, cancel_futures=True)
+            con.execute(f"SET preserve_insertion_order = {'true' if prev_order else 'false'}")
+        return left
+
+    def _finish_state(self, rec: FileRec, state: dict) -> None:
+        head, head_override = state["head"], state["head_override"]
+        if head_override is not None:
+            rec.head_len, rec.head_sha256 = head_override
+        elif head is not None:
+            n = min(len(head), rec.byte_offset, HEAD_BYTES)
+            rec.head_len, rec.head_sha256 = n, (_sha(head[:n]) if n else None)
+        rec.size, rec.mtime = state["size"], state["mtime"]
+        rec.last_read_at = utcnow()
+        self.save(rec)
+
+    def _write_rejects(self, rec: FileRec, counts: dict[str, int], samples: dict[str, list]) -> None:
+        con = self.store.con
+        fid = rec.file_id
+        for reason, n in counts.items():
+            if not n:
+                continue
+            key = (fid, reason)
+            if key not in self.reasons:
+                have = con.execute("SELECT count(*) FROM log_rejects WHERE file_id = ? AND reason = ?",
+                                   [fid, reason]).fetchone()[0]
+                if not have:
+                    con.execute("INSERT INTO log_rejects VALUES (?, ?, 0)", [fid, reason])
+                self.reasons.add(key)
+                self.samples[key] = con.execute(
+                    "SELECT count(*) FROM log_reject_samples WHERE file_id = ? AND reason = ?",
+                    [fid, reason]).fetchone()[0]
+            con.execute("UPDATE log_rejects SET lines = lines + ? WHERE file_id = ? AND reason = ?", [n, fid, reason])
+            rows = samples.get(reason, [])[:max(0, SAMPLES_PER_FILE - self.samples[key])]
+            if rows:
+                con.executemany("INSERT INTO log_reject_samples VALUES (?, ?, ?, ?, ?)",
+                                [[fid, reason, ln, off, text] for ln, off, text in rows])
+                self.samples[key] += len(rows)
+
+
+class _Writer:
+    """Buffers parsed blocks and stores them in row-group-sized transactions."""
+
+    def __init__(self, ing: _Ingest, rec: FileRec, state: dict) -> None:
+        self.ing, self.rec, self.state = ing, rec, state
+        self.tables: list = []                      # pyarrow tables of events, in line order
+        self.rows = 0
+        self.rejects: dict[str, list[int]] = {}     # reason -> line numbers not yet committed
+        self.samples: dict[str, list] = {}
+        self.end_off, self.end_lines = rec.byte_offset, rec.lines   # after the last line received
+
+    def add(self, res, nbytes: int) -> None:
+        if res.parsed:
+            self.tables.append(res.events)
+            self.rows += res.parsed
+        for reason, lines in res.rejects.items():
+            self.rejects.setdefault(reason, []).extend(lines)
+        for reason, ss in res.samples.items():
+            self.samples.setdefault(reason, []).extend(ss)
+        self.end_off += nbytes
+        self.end_lines += res.lines
+        while self.rows > ROWS_PER_COMMIT:
+            import pyarrow as pa
+
+            tbl = pa.concat_tables(self.tables)
+            head, tail = tbl.slice(0, ROWS_PER_COMMIT), tbl.slice(ROWS_PER_COMMIT)
+            first = tail.slice(0, 1).to_pylist()[0]      # the first line not committed
+            self._commit(head, first["line_no"], first["byte_offset"], first["line_no"] - 1)
+            self.tables, self.rows = [tail], tail.num_rows
+
+    def flush(self, complete: bool) -> None:
+        import pyarrow as pa
+
+        tbl = pa.concat_tables(self.tables) if self.tables else None
+        self.rec.complete = complete
+        self._commit(tbl, None, self.end_off, self.end_lines)
+        self.tables, self.rows = [], 0
+
+    def _commit(self, tbl, upto: int | None, offset: int, lines: int) -> None:
+        """Store ``tbl`` and the rejected lines before line ``upto`` (all when None), and
+        move the file position to ``offset`` / ``lines``: one transaction."""
+        ing, rec = self.ing, self.rec
+        counts, samples = {}, {}
+        for reason, nums in self.rejects.items():
+            k = len(nums) if upto is None else bisect.bisect_left(nums, upto)
+            counts[reason] = k
+            self.rejects[reason] = nums[k:]
+            ss = self.samples.get(reason, [])
+            samples[reason] = [x for x in ss if upto is None or x[0] < upto]
+            self.samples[reason] = [x for x in ss if upto is not None and x[0] >= upto]
+        n = tbl.num_rows if tbl is not None else 0
+        con = ing.store.con
+        with ing.store.transaction():
+            if n:
+                # one Arrow chunk: DuckDB appends it with one thread into whole row groups
+                con.register("_gw_block", tbl.combine_chunks())
+                try:
+                    con.execute(INSERT_EVENTS, [rec.file_id])
+                finally:
+                    try:
+                        con.unregister("_gw_block")
+                    except Exception:  # noqa: BLE001 - aborted transaction: rolled back below
+                        pass
+            ing._write_rejects(rec, counts, samples)
+            rec.byte_offset, rec.lines = offset, lines
+            rec.events += n
+            rec.rejected += sum(counts.values())
+            ing._finish_state(rec, self.state)
+        if n or not ing.report.loaded:
+            ing.report.add("log_events", n)
+        for reason, k in counts.items():
+            if k:
+                ing.report.rejected[reason] = ing.report.rejected.get(reason, 0) + k
+
+
+def _long_line(line_no: int, off: int):
+    """A BlockResult for one line longer than MAX_LINE: rejected, not stored."""
+    from .gatewaylog_parse import BlockResult, _empty_events
+
+    res = BlockResult(events=None, lines=1)
+    import polars as pl
+
+    res.events = _empty_events().to_arrow(compat_level=pl.CompatLevel.newest())
+    res.rejects["line_too_long"] = [line_no]
+    res.samples["line_too_long"] = [(line_no, off, f"(a line longer than {MAX_LINE} bytes; not kept)")]
+    return res
+
+
+def sample_rejects(store: Store, limit: int = 5) -> list[dict[str, Any]]:
+    """The stored sample lines per file and reason (for a CLI or report to show)."""
+    return store.rows(
+        "SELECT f.path, s.reason, s.line_no, s.line FROM log_reject_samples s JOIN log_files f USING (file_id) "
+        "QUALIFY row_number() OVER (PARTITION BY s.file_id, s.reason ORDER BY s.line_no) <= ? "
+        "ORDER BY f.path, s.reason, s.line_no", [limit])
+
+
+__all__ = ["ingest", "resolve_paths", "sample_rejects", "BLOCK_SIZE"]

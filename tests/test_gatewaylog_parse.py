@@ -1,0 +1,193 @@
+"""The gateway log parsers: property tests (hypothesis) and the vectorised path against the
+line-by-line reference, plus block boundaries and over-long lines through the library."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from auditor.progress import Progress
+from auditor.sources import gatewaylog
+from auditor.sources.gatewaylog_parse import Event, Reject, go_unquote, parse_block, parse_line
+from auditor.store import Store
+from auditor.synth import FORMATS, generate_lines, go_quote, sanitize_value
+from conftest import FIXTURES
+
+SECTION12 = (FIXTURES / "gateway-logs" / "section12.log").read_bytes().splitlines()
+OTHER_FORMATS = [line for name in ("section12-slog-json.log", "section12-dockerjson.log", "section12-slog-text.log",
+                                   "section12-docker.log", "escapes.log")
+                 for line in (FIXTURES / "gateway-logs" / name).read_bytes().splitlines()]
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def rows(res) -> dict[int, tuple]:
+    """line_no -> (kind, name, request, fields as pairs, ts, src, fmt, level) of a BlockResult."""
+    out = {}
+    for r in pl.from_arrow(res.events).iter_rows(named=True):
+        out[r["line_no"]] = ("stage" if r["is_stage"] else "event", r["name"], r["request"],
+                             json.loads(r["fields"], object_pairs_hook=list), r["ts"], r["src"], r["fmt"],
+                             r["level"], r["byte_offset"])
+    return out
+
+
+def check_block(data: bytes) -> None:
+    """Never raises; every line is parsed or rejected; vectorised == reference."""
+    n = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    a = parse_block(data)
+    b = parse_block(data, vectorised=False)
+    assert a.lines == b.lines == n
+    assert a.parsed + sum(a.rejected.values()) == n
+    assert b.parsed + sum(b.rejected.values()) == n
+    assert a.rejects == b.rejects
+    assert a.events.column("line_no").to_pylist() == sorted(a.events.column("line_no").to_pylist())
+    ra, rb = rows(a), rows(b)
+    assert ra == rb
+    for kind, name, *_ in ra.values():
+        assert kind in ("stage", "event") and name
+
+
+# -- random and mutated lines ------------------------------------------------------------------
+def mutate(line: bytes, ops: list[tuple[int, int, bytes]]) -> bytes:
+    b = bytearray(line)
+    for kind, pos, chunk in ops:
+        if not b:
+            break
+        i = pos % len(b)
+        if kind == 0:
+            del b[i:i + 1 + pos % 7]
+        elif kind == 1:
+            b[i:i] = chunk
+        elif kind == 2:
+            del b[i:]
+        else:
+            b[i:i + 1] = chunk
+    return bytes(b).replace(b"\n", b" ")
+
+
+INSERTS = st.sampled_from([b'"', b"\\", b" ", b"  ", b"=", b"\t", b"\r", b"\xff", b"\xe2\x80\x94", b"\x00",
+                           b"stage=", b"request=", b'="', b'x="a b"', b"{", b"}", b"\\x4", b"\\u12", b'"stage":"x",',
+                           b'"request":"r",', b"\\ud800", b"NaN", b",", b":"])
+MUTATED = st.builds(mutate, st.sampled_from(SECTION12 + OTHER_FORMATS),
+                    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10_000), INSERTS), max_size=4))
+GARBAGE = st.one_of(
+    st.binary(max_size=80).map(lambda b: b.replace(b"\n", b"")),
+    st.text(max_size=80).map(lambda s: s.replace("\n", "").encode("utf-8", "surrogatepass")),
+)
+LINE = st.one_of(MUTATED, MUTATED, GARBAGE, st.sampled_from(SECTION12 + OTHER_FORMATS))
+
+
+@SETTINGS
+@given(st.lists(LINE, min_size=1, max_size=25), st.booleans())
+def test_random_and_mutated_lines(lines, final_newline):
+    check_block(b"\n".join(lines) + (b"\n" if final_newline else b""))
+
+
+# -- well-formed lines round-trip ----------------------------------------------------------------
+KEYS = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+VALUES = st.one_of(
+    st.text(st.characters(codec="utf-8"), max_size=30),
+    st.from_regex(r"[a-z0-9./:_-]{1,20}", fullmatch=True),
+    st.sampled_from(["", "true", "0", "— dash", 'say "hi"', "a\tb\nc", "\\", "x=y", "{\"a\":1}"]),
+)
+PREFIXES = st.sampled_from(["", "2026/09/30 11:02:47 ", "2026/09/30 11:02:47.123456 ",
+                            "2026-09-30T11:02:47.118204551Z ", "2026-09-30T11:02:47Z 2026/09/30 11:02:47 ",
+                            "2026-09-30T11:02:47.5+02:00 "])
+IDENT = st.one_of(
+    st.tuples(st.just("stage"), st.from_regex(r"[a-z_]{1,20}", fullmatch=True),
+              st.one_of(st.none(), st.from_regex(r"req-[0-9]{1,19}-[0-9]{1,5}", fullmatch=True))),
+    st.tuples(st.just("event"), st.from_regex(r"[a-z][a-z0-9]{0,8}(_[a-z0-9]{1,8}){1,3}", fullmatch=True),
+              st.none()),
+)
+
+
+def render(prefix, ident, pairs) -> str:
+    kind, name, request = ident
+    head = (f"request={request} " if request else "") + f"stage={name}" if kind == "stage" else name
+    return prefix + " ".join([head] + [f"{k}={sanitize_value(v)}" for k, v in pairs])
+
+
+@SETTINGS
+@given(st.lists(st.tuples(PREFIXES, IDENT, st.lists(st.tuples(KEYS, VALUES), max_size=8)), min_size=1, max_size=20))
+def test_wellformed_lines_round_trip(specs):
+    lines = [render(*s) for s in specs]
+    for line, (prefix, (kind, name, request), pairs) in zip(lines, specs):
+        ev = parse_line(line)
+        assert isinstance(ev, Event), (line, ev)
+        assert (ev.kind, ev.name, ev.request) == (kind, name, request)
+        assert json.loads(ev.fields, object_pairs_hook=list) == [(k, v) for k, v in pairs]
+    check_block("\n".join(lines).encode("utf-8") + b"\n")
+
+
+@given(st.text(st.characters(codec="utf-8"), max_size=40))
+@settings(max_examples=150, deadline=None)
+def test_go_unquote_inverts_go_quote(s):
+    assert go_unquote(go_quote(s)[1:-1]) == s
+
+
+def test_go_escapes_and_errors():
+    assert go_unquote(r"a\x41\101\u00e9\U0001F600\a\v\'") == "aAAé\U0001F600\a\v'"
+    assert go_unquote(r"\xe2\x80\x94") == "—"
+    assert go_unquote(r"\xff") == "\ufffd"
+    for bad in (r"\q", r"\x4", "\\", r"\ud800", r"\U00110000", r"\400"):
+        with pytest.raises(ValueError):
+            go_unquote(bad)
+    assert parse_line('stage=x a="\\q"') == Reject("bad_quote")
+    assert parse_line('stage=x a="open') == Reject("bad_quote")
+    assert parse_line('stage=x a="closed"glued') == Reject("bad_quote")
+    assert parse_line('{"time":"t","msg":"x","n":NaN}') == Reject("not_gateway")
+    assert parse_line('{"time":"t","level":"INFO","msg":"m","stage":"s","v":NaN}') == Reject("bad_json")
+    assert parse_line('{"time":"t","level":"INFO","msg":"m","stage":"s","v":"\\ud800"}') == Reject("bad_json")
+    assert parse_line("random words here") == Reject("not_gateway")
+    assert parse_line("some_event free words") == Reject("not_gateway")
+    assert isinstance(parse_line("some_event"), Event)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_synthetic_formats_vectorised_equals_reference(fmt):
+    lines, _ = generate_lines(150_000, seed=7, fmt=fmt)
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    check_block(data)
+    res = parse_block(data)
+    assert res.parsed >= len(lines) - 10
+
+
+# -- through the library: block boundaries and over-long lines --------------------------------------
+def ingest_rows(tmp_path: Path, name: str, log: Path, **kw) -> list[tuple]:
+    store = Store(tmp_path / f"{name}.duckdb")
+    try:
+        gatewaylog.ingest(store, [str(log)], Progress(quiet=True), **kw)
+        return store.con.execute(
+            "SELECT line_no, byte_offset, ts, ts_source, kind, name, request, escrow, nonce, host, fields "
+            "FROM log_events ORDER BY line_no").fetchall()
+    finally:
+        store.close()
+
+
+def test_block_boundaries_do_not_matter(tmp_path):
+    log = tmp_path / "gw.log"
+    lines, _ = generate_lines(60_000, seed=3, fmt="docker")
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = ingest_rows(tmp_path, "whole", log)
+    small = ingest_rows(tmp_path, "small", log, block_size=1500)
+    ref = ingest_rows(tmp_path, "ref", log, vectorised=False)
+    assert len(whole) > 200 and whole == small == ref
+
+
+def test_over_long_line_is_rejected_not_buffered(tmp_path, monkeypatch):
+    monkeypatch.setattr(gatewaylog, "MAX_LINE", 3000)
+    log = tmp_path / "gw.log"
+    log.write_bytes(SECTION12[0] + b"\n" + b"x" * 10_000 + b"\n" + SECTION12[1] + b"\n" + b"y" * 5000)
+    store = Store(tmp_path / "a.duckdb")
+    try:
+        rep = gatewaylog.ingest(store, [str(log)], Progress(quiet=True), block_size=1024)
+        assert rep.rejected == {"line_too_long": 1}
+        assert store.con.execute("SELECT line_no FROM log_events ORDER BY 1").fetchall() == [(1,), (3,)]
+        assert store.con.execute("SELECT lines, byte_offset FROM log_files").fetchone() == \
+            (3, len(SECTION12[0]) + len(SECTION12[1]) + 10_003)
+    finally:
+        store.close()
