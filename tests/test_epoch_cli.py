@@ -139,3 +139,13 @@ def test_no_gateway_source_is_unknown_not_zero(collected):
     for source in ("accounting", "gateway_log", "metrics"):
         assert cov[source]["collected"] is False and cov[source]["missing"]
         assert cov[source]["loaded"] == {}
+
+
+def test_unknown_host_labels_are_reported(collected, tmp_path):
+    log = tmp_path / "gw.log"
+    log.write_text("2026/09/23 00:10:00 request=req-1-1 stage=prepared escrow=97311 nonce=17 host=zzzzzzzz\n"
+                   f"2026/09/23 00:10:01 request=req-1-1 stage=started escrow=97311 nonce=17 host={STORY['victim'][-8:]}\n")
+    assert run_cli("collect", "--gateway-log", str(log), db=collected).returncode == 0
+    gl = run_json("epoch", "403", "--offline", "--format", "json", db=collected)["coverage"]["gateway_log"]
+    assert gl["host_labels"] == {"resolved": 1, "unresolved": [{"label": "zzzzzzzz", "status": "unknown", "candidates": []}]}
+    assert any("zzzzzzzz (unknown)" in m for m in gl["missing"])

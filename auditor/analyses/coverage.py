@@ -113,9 +113,17 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
         elif not covered:
             missing.append(f"{w['window']}: logs cover only {utc_text(r['first_ts'])} … {utc_text(r['last_ts'])} "
                            f"of {utc_text(w['start_time'])} … {utc_text(w['end_time'])}")
+    labels = store.query("coverage_host_labels")
+    unresolved = [r for r in labels if r["status"] != "resolved"]
+    if unresolved:
+        missing.append("host labels not resolved to an address: " + ", ".join(
+            f"{r['label']} ({r['status']}" + (f": {', '.join(r['candidates'])})" if r["candidates"] else ")")
+            for r in unresolved))
     return {
         "collected": True,
         "files": files,
+        "host_labels": {"resolved": sum(r["status"] == "resolved" for r in labels),
+                        "unresolved": [{k: r[k] for k in ("label", "status", "candidates")} for r in unresolved]},
         "loaded": {"files": len(files), "lines": sum(f["lines"] for f in files), "events": sum(f["events"] for f in files)},
         "rejected": rejected,
         "time_range": [first, last] if first is not None else None,
