@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 
 import pytest
 
@@ -88,9 +89,13 @@ def test_offline_without_data_is_a_clear_error(db):
 def test_env_vars_stand_in_for_flags(tmp_path, record_server):
     server = record_server(REC)
     db = tmp_path / "env.duckdb"
-    r = run_cli("collect", "--epoch", "403", env={"AUDITOR_NODE": server.url, "AUDITOR_DB": str(db), "AUDITOR_RATE": "0"})
+    logs = os.pathsep.join(str(FIXTURES / "gateway-logs" / f) for f in ("section12.log", "escapes.log"))
+    r = run_cli("collect", "--epoch", "403", env={"AUDITOR_NODE": server.url, "AUDITOR_DB": str(db),
+                                                  "AUDITOR_RATE": "0", "AUDITOR_GATEWAY_LOG": logs})
     assert r.returncode == 0, r.stderr
-    assert db.exists()
+    out = run_json("sql", "SELECT count(*) AS files FROM log_files", "--format", "json", env={"AUDITOR_DB": str(db)})
+    assert out["rows"] == [{"files": 2}]
+    assert run_json("sql", "SELECT count(*) AS n FROM chain_epochs", "--format", "json", db=db)["rows"] == [{"n": 1}]
 
 
 def test_bad_format_is_a_usage_error(collected):

@@ -124,7 +124,6 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
     prev = con.execute("SELECT current_setting('force_compression')").fetchone()[0]
     # zstd writes the large text columns at half the CPU of the automatic choice
     con.execute("SET force_compression = 'zstd'")
-    con.execute('SET threads = 1')
     try:
         for t in targets:
             try:
