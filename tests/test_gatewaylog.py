@@ -221,17 +221,19 @@ def test_views(s12_db):
 def test_host_labels_against_chain(s12_db):
     db = s12_db      # runs after test_views: the chain rows added here change no other view
     con = duckdb.connect(str(db))
-    rows = [("gonka1vp5ju6ay9rq0gjzxlx5zxgfneyckynsjewn7j3",),   # sjewn7j3: resolved
-            ("gonka1k5g9s6mfh69ppyws3wxtttc9yfwnvrf3x8450k",),   # f3x8450k: ambiguous (two end with it)
-            ("gonka1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzf3x8450k",)]
-    for (p,) in rows:
+    rows = ["gonka1vp5ju6ay9rq0gjzxlx5zxgfneyckynsjewn7j3",    # sjewn7j3: one address (chain and logs)
+            "gonka1k5g9s6mfh69ppyws3wxtttc9yfwnvrf3x8450k",    # f3x8450k: two addresses end with it
+            "gonka1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzf3x8450k"]
+    for p in rows:
         con.execute("INSERT INTO chain_validation_weights (epoch, model_id, participant) VALUES (412, '', ?)", [p])
     con.close()
-    got = {r[0]: r[1:] for r in q(db, "SELECT label, status, address, candidates, log_address FROM log_host_labels")}
-    assert got["sjewn7j3"] == ("resolved", "gonka1vp5ju6ay9rq0gjzxlx5zxgfneyckynsjewn7j3", 1,
-                               "gonka1vp5ju6ay9rq0gjzxlx5zxgfneyckynsjewn7j3")
+    got = {r[0]: r[1:] for r in q(db, "SELECT label, status, address, len(candidates), resolved_from "
+                                      "FROM log_host_labels")}
+    assert got["sjewn7j3"] == ("resolved", "gonka1vp5ju6ay9rq0gjzxlx5zxgfneyckynsjewn7j3", 1, ["chain", "log"])
     assert got["f3x8450k"][:3] == ("ambiguous", None, 2)
-    assert got["kymq6eh3"] == ("unknown", None, 0, "gonka1q54dpg5e70cxsv6ms8up8ld5slnjxekymq6eh3")
+    # only the logs' own race_completed / nonce_disposition lines know this one
+    assert got["kymq6eh3"] == ("resolved", "gonka1q54dpg5e70cxsv6ms8up8ld5slnjxekymq6eh3", 1, ["log"])
+    assert set(got) == {"sjewn7j3", "yl26dt8h", "f3x8450k", "kymq6eh3"}
 
 
 def test_malformed_lines_are_counted_not_fatal(tmp_path):
@@ -340,16 +342,21 @@ def test_gz_read_whole_once(tmp_path):
     assert "loaded log_events 81" in collect(db, gz).stderr
     r = collect(db, gz)
     assert "skipped" in r.stderr and q(db, "SELECT count(*) FROM log_events")[0][0] == 81
-    # changed: read again, rows replaced; a last line without newline is taken at the end of a .gz
+    # changed: read again, rows replaced; a last line without newline is taken at the end of a .gz.
+    # A damaged .gz given with it is reported missing (exit 3) after what it held is stored.
     with gzip.open(gz, "wb") as f:
         f.write(b"".join(_lines(LOGS / "section12.log")[:10]) + b"2026/09/30 16:00:00 escrow_balance_exhausted escrow=5")
-    r = collect(db, gz)
-    assert "changed" in r.stderr
-    assert q(db, "SELECT count(*), max(escrow) FILTER (WHERE line_no = 11) FROM log_events")[0] == (11, 5)
     bad = tmp_path / "bad.log.gz"
-    bad.write_bytes(gz.read_bytes()[:-20])
-    r = collect(db, bad)
+    bad.write_bytes((LOGS / "section12.log.gz").read_bytes()[:-20])
+    r = collect(db, gz, bad)
+    assert "changed" in r.stderr
     assert r.returncode == 3 and "damaged gzip" in r.stderr
+    fid = q(db, "SELECT file_id FROM log_files WHERE path = ?", [str(gz)])[0][0]
+    assert q(db, "SELECT count(*), max(escrow) FILTER (WHERE line_no = 11) FROM log_events WHERE file_id = ?",
+             [fid])[0] == (11, 5)
+    # the lines before the damaged end are kept; the file is not marked complete
+    lines, events, complete = q(db, "SELECT lines, events, complete FROM log_files WHERE path = ?", [str(bad)])[0]
+    assert 60 < lines < 81 and events == lines and not complete
 
 
 def test_stdin_same_content_stored_once(tmp_path):

@@ -22,7 +22,7 @@ SECTION12 = (FIXTURES / "gateway-logs" / "section12.log").read_bytes().splitline
 OTHER_FORMATS = [line for name in ("section12-slog-json.log", "section12-dockerjson.log", "section12-slog-text.log",
                                    "section12-docker.log", "escapes.log")
                  for line in (FIXTURES / "gateway-logs" / name).read_bytes().splitlines()]
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def rows(res) -> dict[int, tuple]:

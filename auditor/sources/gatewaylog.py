@@ -358,32 +358,45 @@ class _Ingest:
             self.reset(rec, "changed")
         rec.device, rec.inode = st.st_dev, st.st_ino
         raw = open(path, "rb")
+        damaged: list[BaseException] = []
+        done = [0]
+
+        def read(n: int) -> bytes:
+            """Decompressed bytes; at a damaged spot, the end of the data (remembered)."""
+            parts, got = [], 0
+            while got < n and not damaged:
+                try:                                # read1: keep what precedes a damaged spot
+                    b = gz.read1(n - got)
+                except (EOFError, zlib.error, OSError) as exc:      # BadGzipFile is an OSError
+                    damaged.append(exc)
+                    break
+                if not b:
+                    break
+                parts.append(b)
+                got += len(b)
+            done[0] = raw.tell()
+            return b"".join(parts)
+
         try:
             gz = gzip.GzipFile(fileobj=raw, mode="rb")
-            skip = rec.byte_offset
-            while skip:
-                n = len(gz.read(min(skip, self.block_size)))
+            skip = rec.byte_offset                 # resuming an interrupted read
+            while skip and not damaged:
+                n = len(read(min(skip, self.block_size)))
                 if not n:
                     break
                 skip -= n
-            done = [0]
-
-            def read(n: int) -> bytes:
-                b = gz.read(n)
-                done[0] = raw.tell()
-                return b
-
-            try:
-                self._stream(rec, read, final=True, total=st.st_size, label=t.given, head=None,
+            if not damaged:
+                self._stream(rec, read, final=lambda: not damaged, total=st.st_size, label=t.given, head=None,
                              size=st.st_size, mtime=_mtime(st), progress_pos=lambda: done[0],
                              head_override=(len(head_c), hh))
-            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                msg = f"damaged gzip after {rec.byte_offset} uncompressed bytes: {exc}"
-                self.report.missing.append(f"{t.given}: {msg}")
-                self.coverage(t.given, "partial", msg)
-                return
         finally:
             raw.close()
+        if damaged:
+            msg = (f"damaged gzip: read to uncompressed byte {rec.byte_offset} ({rec.lines} lines stored), "
+                   f"then {damaged[0] or type(damaged[0]).__name__}")
+            self.report.missing.append(f"{t.given}: {msg}")
+            self.coverage(t.given, "partial", msg)
+            return
         self.coverage(t.given, "ok", f"read whole ({rec.lines} lines)")
 
     # -- stdin ------------------------------------------------------------------------------
@@ -421,7 +434,7 @@ class _Ingest:
                 pass
 
     # -- the read / parse / write loop --------------------------------------------------------
-    def _blocks(self, read: Callable[[int], bytes], rec: FileRec, final: bool,
+    def _blocks(self, read: Callable[[int], bytes], rec: FileRec, final: bool | Callable[[], bool],
                 progress_pos: Callable[[], int] | None) -> Iterator[tuple]:
         """Cut what ``read`` returns into blocks of whole lines, numbered from ``rec``'s
         position. Yields ``("parse", block, first_line, offset, progress)``,
@@ -470,6 +483,7 @@ class _Ingest:
             yield ("parse", block, line, off, moved())
             off += len(block)
             line += block.count(b"\n")
+        final = final() if callable(final) else final
         if final and long_len:
             yield ("done", _long_line(line, off), long_len, moved())
             long_len = 0
@@ -478,7 +492,8 @@ class _Ingest:
             carry = b""
         yield ("end", len(carry) + long_len)
 
-    def _stream(self, rec: FileRec, read: Callable[[int], bytes], *, final: bool, total: int, label: str,
+    def _stream(self, rec: FileRec, read: Callable[[int], bytes], *, final: bool | Callable[[], bool], total: int,
+                label: str,
                 head: bytes | None, size: int | None, mtime: datetime | None,
                 progress_pos: Callable[[], int] | None = None,
                 head_override: tuple[int, str] | None = None) -> int:
@@ -542,7 +557,7 @@ class _Ingest:
                         break
                     w.add(fut.result() if isinstance(fut, Future) else fut, nbytes)
                     advance(prog)
-            w.flush(complete=final)
+            w.flush(complete=final() if callable(final) else final)
         finally:
             stop.set()
             while reader.is_alive():
@@ -621,6 +636,8 @@ class _Writer:
             first = tail.slice(0, 1).to_pylist()[0]      # the first line not committed
             self._commit(head, first["line_no"], first["byte_offset"], first["line_no"] - 1)
             self.tables, self.rows = [tail], tail.num_rows
+        if sum(len(v) for v in self.rejects.values()) > 1_000_000:    # a file of mostly non-gateway lines
+            self.flush(complete=False)
 
     def flush(self, complete: bool) -> None:
         import pyarrow as pa

@@ -8,7 +8,7 @@
 --   log_reject_samples  the first few rejected lines per file and reason, to show the user
 -- Typed views for the analyses (all read log_events):
 --   log_requests, log_hedge_decisions, log_attempts, log_nonce_dispositions, log_ghosts,
---   log_escrow_events, log_phase_gate, log_limiter_rejections, log_host_labels
+--   log_escrow_events, log_phase_gate, log_limiter_rejections, log_host_labels (redefined in 006)
 --
 -- Reading is incremental: a file's rows and its log_files row are written in one
 -- transaction per block, so log_files.byte_offset is always the end of the last line
@@ -327,6 +327,7 @@ FROM log_events
 WHERE name IN ('gateway_limiter_rejected', 'gateway_zero_capacity', 'participant_limit_rejected');
 
 -- Host labels (the last 8 characters of a participant address; shorter addresses whole)
+-- [superseded by 006_host_labels_accounting.sql, which also resolves against accounting]
 -- resolved against the chain's participants (chain_validation_weights): 'resolved' when exactly
 -- one address ends with the label, 'ambiguous' when several do, 'unknown' when none (or no
 -- chain data yet). log_address: the full address the logs themselves show for the label
