@@ -15,6 +15,9 @@ def print_collect_reports(reports: list[CollectReport]) -> None:
             print(f"{r.source}: skipped {s}", file=sys.stderr)
         for reason, n in r.rejected.items():
             print(f"{r.source}: rejected {n} ({reason})", file=sys.stderr)
+        if r.rejected and r.source == "gateway_log":
+            print(f"{r.source}: the first rejected lines of each file and reason: "
+                  "auditor sql \"SELECT * FROM log_reject_samples\"", file=sys.stderr)
         for n in r.notes:
             print(f"{r.source}: note: {n}", file=sys.stderr)
         for m in r.missing:
