@@ -87,7 +87,7 @@ def _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeo
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout)
 
 
-def _collect(store, sources, epochs, refresh=False) -> None:
+def _collect(store, sources, epochs, refresh=False) -> int:
     """Collect and print each source's run report; 3 if anything is missing."""
     from .collect import collect, resolved
     from .report.text import print_collect_reports
@@ -106,7 +106,7 @@ def _report(sources, epoch: int, offline: bool, analyse, fmt: str) -> None:
 
     with Store(_db()) as store:
         code = 0
-        if not offline and (sources.any or sources.replay):
+        if not offline and sources.any:
             code = _collect(store, sources, [epoch])
         result = analyse(store)
     render.emit(result, fmt)

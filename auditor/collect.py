@@ -13,7 +13,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .errors import AuditorError, SourceError, UsageError
+from .errors import UsageError
 from .model import CollectReport
 from .progress import Progress
 from .store import Store
@@ -33,7 +33,7 @@ class Sources:
 
     @property
     def any(self) -> bool:
-        return bool(self.nodes or self.accounting or self.gateway_logs or self.metrics)
+        return bool(self.nodes or self.accounting or self.gateway_logs or self.metrics or self.replay)
 
 
 @contextmanager
@@ -97,5 +97,3 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
                 reports.append(metrics.scrape(store, c, progress))
     return reports
 
-
-__all__ = ["Sources", "resolved", "collect", "AuditorError", "SourceError"]
