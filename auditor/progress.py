@@ -22,7 +22,7 @@ class Progress:
         if self.interactive and not quiet:
             from rich.console import Console
 
-            self._console = Console(stderr=True)
+            self._console = Console(stderr=True, log_path=False)
 
     def log(self, msg: str) -> None:
         if self.quiet:
