@@ -206,3 +206,22 @@ def test_only_node_times_out_exit_3(db, hanging_server):
     r = run_cli("collect", "-e", "403", "--node", hanging_server, "--timeout", "0.3", db=db)
     assert r.returncode == 3 and "timed out" in r.stderr and "Traceback" not in r.stderr
     assert count(db, "SELECT count(*) FROM chain_epochs") == 0
+
+
+@pytest.mark.parametrize("answer, why", [
+    ({"found": True, "snapshot": {"episode_anchor_height": "6213928", "model_preserved_nodes": []}},
+     "anchor 6213928 at height 6218235, expected 6218215"),
+    ({"found": False}, "no snapshot at height 6218235"),
+])
+def test_preserved_snapshot_of_another_episode_is_not_stored(db, tmp_path, record_server, answer, why):
+    rec = copy_recording(tmp_path)
+    f = entry_for(rec, f"{API}/preserved_nodes_snapshot", height=6218235)  # G of cpoc:0
+    e = json.loads(f.read_text())
+    e["body"] = json.dumps(answer)
+    f.write_text(json.dumps(e))
+    server = record_server(rec)
+    r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+    assert r.returncode == 3 and why in r.stderr
+    assert count(db, "SELECT count(*) FROM chain_preserved_nodes WHERE episode = 'cpoc:0'") == 0
+    assert count(db, "SELECT count(DISTINCT episode) FROM chain_preserved_nodes") == 2
+    assert count(db, "SELECT detail FROM coverage WHERE item = 'preserved_nodes_snapshot cpoc:0'") == why

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -305,7 +305,6 @@ class _Run:
 
     epoch: int
     client: JsonClient
-    progress: Progress
     report: CollectReport
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     coverage: list[dict[str, Any]] = field(default_factory=list)
@@ -315,8 +314,10 @@ class _Run:
         return self.tables.setdefault(table, [])
 
     def fetch(self, item: str, path: str, model: type[Wire], *, params: dict | None = None,
-              height: int | None = None, required: bool = False) -> tuple[Any, Response] | None:
-        """Fetch and decode one item; a failure is recorded as missing (or raised if required)."""
+              height: int | None = None, required: bool = False,
+              check: Callable[[Any], str | None] | None = None) -> tuple[Any, Response] | None:
+        """Fetch and decode one item; a failure, or an answer ``check`` rejects with a reason,
+        is recorded as missing (or raised if required)."""
         try:
             resp = self.client.get(path, params, height=height)
             value = decode(model, resp)
@@ -325,12 +326,16 @@ class _Run:
                 raise
             self.missing(item, str(exc), height=height)
             return None
+        why = check(value) if check else None
+        if why:
+            self.missing(item, why, height=height, url=resp.url)
+            return None
         self.coverage.append(_cov(self.epoch, item, "ok", None, resp.url, height, resp.fetched_at))
         return value, resp
 
-    def missing(self, item: str, why: str, *, height: int | None = None) -> None:
+    def missing(self, item: str, why: str, *, height: int | None = None, url: str | None = None) -> None:
         self.report.missing.append(f"{item}: {why}")
-        self.coverage.append(_cov(self.epoch, item, "missing", why, None, height, utcnow()))
+        self.coverage.append(_cov(self.epoch, item, "missing", why, url, height, utcnow()))
 
 
 def _cov(epoch, item, status, detail, url, height, fetched_at) -> dict[str, Any]:
@@ -362,7 +367,7 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
     if not refresh and is_cached(store, epoch):
         report.skipped.append(f"epoch {epoch}: finished and complete in the store (use --refresh to fetch again)")
         return report
-    run = _Run(epoch, client, progress, report)
+    run = _Run(epoch, client, report)
     sent_before = client.requests_sent
     progress.log(f"epoch {epoch}: reading from {', '.join(client.bases)}")
 
@@ -537,20 +542,18 @@ def _params_row(epoch: int, purpose: str, params: Params, resp: Response) -> dic
 
 
 def _preserved(run: _Run, episode: str, anchor: int, at: int) -> None:
-    item = f"preserved_nodes_snapshot {episode}"
-    got = run.fetch(item, f"{API}/preserved_nodes_snapshot", PreservedSnapshotResponse, height=at)
+    def anchored(r: PreservedSnapshotResponse) -> str | None:
+        if not r.found or r.snapshot is None:
+            return f"no snapshot at height {at}"
+        if r.snapshot.episode_anchor_height != anchor:
+            return f"anchor {r.snapshot.episode_anchor_height} at height {at}, expected {anchor}"
+        return None
+
+    got = run.fetch(f"preserved_nodes_snapshot {episode}", f"{API}/preserved_nodes_snapshot",
+                    PreservedSnapshotResponse, height=at, check=anchored)
     if not got:
         return
     snap, resp = got
-    if not snap.found or snap.snapshot is None:
-        run.coverage[-1] = _cov(run.epoch, item, "missing", f"no snapshot at height {at}", resp.url, at, resp.fetched_at)
-        run.report.missing.append(f"{item}: no snapshot at height {at}")
-        return
-    if snap.snapshot.episode_anchor_height != anchor:
-        why = f"anchor {snap.snapshot.episode_anchor_height} at height {at}, expected {anchor}"
-        run.coverage[-1] = _cov(run.epoch, item, "missing", why, resp.url, at, resp.fetched_at)
-        run.report.missing.append(f"{item}: {why}")
-        return
     for m in snap.snapshot.model_preserved_nodes:
         for part in m.participants:
             for node in part.node_ids:
