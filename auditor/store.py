@@ -96,10 +96,6 @@ class Store:
             applied.append(f.stem)
         return applied
 
-    def schema_version(self) -> int:
-        row = self.one("SELECT max(version) FROM schema_migrations")
-        return int(row[0] or 0)
-
     # -- transactions ---------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -128,8 +124,7 @@ class Store:
         """Delete the rows of ``table`` matching ``where`` and insert ``rows``.
 
         Call inside ``transaction()`` to make several replacements atomic together;
-        on its own it is one transaction. Columns come from the first row; a row
-        missing a column inserts NULL.
+        on its own it is one transaction.
         """
         _check_name(table)
         with self.transaction():
@@ -193,16 +188,13 @@ class Store:
         return self._types[table]
 
     # -- named queries ----------------------------------------------------------
-    def query_text(self, name: str) -> str:
+    def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """Run ``queries/<name>.sql`` with ``$param`` placeholders; rows as dicts."""
         _check_name(name)
         path = queries_dir() / f"{name}.sql"
         if not path.is_file():
             raise StoreError(f"no query file queries/{name}.sql")
-        return path.read_text(encoding="utf-8")
-
-    def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        """Run ``queries/<name>.sql`` with ``$param`` placeholders; rows as dicts."""
-        return self.rows(self.query_text(name), params)
+        return self.rows(path.read_text(encoding="utf-8"), params)
 
     def one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
         """The first row of a query, or None. Reads the result to its end: DuckDB refuses

@@ -154,3 +154,14 @@ def test_unknown_host_labels_are_reported(collected, tmp_path):
     gl = run_json("epoch", "403", "--offline", "--format", "json", db=collected)["coverage"]["gateway_log"]
     assert gl["host_labels"] == {"resolved": 1, "unresolved": [{"label": "zzzzzzzz", "status": "unknown", "candidates": []}]}
     assert any("zzzzzzzz (unknown)" in m for m in gl["missing"])
+
+
+def test_metrics_coverage_says_which_windows_counters_can_measure(db):
+    cov = run_json("epoch", "403", "--replay", str(REC), "--replay", str(FIXTURES / "metrics" / "scrape1"),
+                   "--format", "json", db=db)["coverage"]["metrics"]
+    assert cov["collected"] and cov["loaded"] == {"scrapes": 1} and len(cov["urls"]) == 1
+    # one scrape, taken now: after every window of epoch 403 and before none of them
+    assert [w["window"] for w in cov["windows"]] == ["epoch", "cpoc:0"]
+    assert all(w["scrape_after_end"] and w["scrape_before_start"] is None and not w["measurable"]
+               for w in cov["windows"])
+    assert len(cov["missing"]) == 2

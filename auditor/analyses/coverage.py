@@ -17,8 +17,9 @@ from ..store import Store
 
 def section(store: Store, epoch: int, participant: str | None = None) -> Section:
     windows = store.query("epoch_windows", epoch=epoch)
-    data: dict[str, Any] = {"chain": chain(store, epoch)}
-    data["accounting"] = accounting(store, epoch)
+    items = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
+    data: dict[str, Any] = {"chain": chain(items.get("chain"))}
+    data["accounting"] = accounting(store, epoch, items.get("accounting"))
     data["gateway_log"] = gateway_log(store, epoch, windows)
     data["metrics"] = metrics(store, epoch, windows)
     rows = []
@@ -40,18 +41,15 @@ def _loaded_text(entry: dict[str, Any]) -> str | None:
     return ", ".join(f"{k} {v}" for k, v in loaded.items())
 
 
-def chain(store: Store, epoch: int) -> dict[str, Any]:
-    rows = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
-    r = rows.get("chain")
-    return {"collected": r is not None, "loaded": {"items": r["ok"]} if r else {},
-            "missing": (r["missing"] or []) if r else ["nothing collected from the chain"]}
+def chain(items: dict[str, Any] | None) -> dict[str, Any]:
+    """``items``: this source's row of queries/coverage.sql (None when nothing was collected)."""
+    return {"collected": items is not None, "loaded": {"items": items["ok"]} if items else {},
+            "missing": (items["missing"] or []) if items else ["nothing collected from the chain"]}
 
 
-def accounting(store: Store, epoch: int) -> dict[str, Any]:
+def accounting(store: Store, epoch: int, items: dict[str, Any] | None) -> dict[str, Any]:
     (r,) = store.query("coverage_accounting", epoch=epoch)
-    missing = [f"{row['item']}: {row['detail'] or row['status']}" for row in store.rows(
-        "SELECT item, status, detail FROM coverage WHERE source = 'accounting' AND epoch = ? AND status <> 'ok' "
-        "ORDER BY item", [epoch])]
+    missing = list(items["missing"] or []) if items else []
     collected = r["participant_records"] > 0
     if not collected and not missing:
         missing = [f"no accounting records for epoch {epoch} (collect with --accounting URL)"]
@@ -67,17 +65,16 @@ def accounting(store: Store, epoch: int) -> dict[str, Any]:
 
 
 def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
-    scrapes = store.one("SELECT count(*) FROM metric_scrapes")[0]
-    if not scrapes:
+    (scrapes,) = store.query("coverage_metrics_scrapes")
+    if not scrapes["scrapes"]:
         return {"collected": False, "urls": [], "loaded": {}, "time_range": None, "windows": [],
                 "missing": ["no metrics scraped (collect with --metrics URL)"]}
-    per_window, missing, urls, span = [], [], [], None
+    per_window, missing = [], []
     for w in windows:
         if w["start_time"] is None or w["end_time"] is None:
             missing.append(f"{w['window']}: window times unknown (block times not collected)")
             continue
         (r,) = store.query("coverage_metrics", start=w["start_time"], end=w["end_time"])
-        urls, span = r["urls"], [r["first_scrape"], r["last_scrape"]]
         measured = r["last_scrape_before_start"] is not None and r["first_scrape_after_end"] is not None
         per_window.append({"window": w["window"], "scrapes_inside": r["scrapes_inside"],
                            "scrape_before_start": r["last_scrape_before_start"],
@@ -85,8 +82,9 @@ def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str
         if not measured:
             missing.append(f"{w['window']}: counters need a scrape at or before {utc_text(w['start_time'])} "
                            f"and one at or after {utc_text(w['end_time'])}")
-    return {"collected": True, "urls": urls, "loaded": {"scrapes": scrapes}, "time_range": span,
-            "windows": per_window, "missing": missing}
+    return {"collected": True, "urls": scrapes["urls"], "loaded": {"scrapes": scrapes["scrapes"]},
+            "time_range": [scrapes["first_scrape"], scrapes["last_scrape"]], "windows": per_window,
+            "missing": missing}
 
 
 def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from ..model import Result, Table, utc_text
 def _json_default(v: Any) -> Any:
     if isinstance(v, Decimal):
         # exact: integers stay integers, fractions keep their digits
-        return int(v) if v == v.to_integral_value() and abs(v) < 10**18 else str(v)
+        return int(v) if v == v.to_integral_value() and abs(v) < 10**18 else format(v.normalize(), "f")
     if isinstance(v, (datetime, date)):
         return v.isoformat()
     if isinstance(v, (set, tuple)):
@@ -77,9 +77,19 @@ def to_csv(table: Table) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(table.columns)
     for r in table.rows:
-        w.writerow(["" if r.get(c) is None else _json_default(r.get(c)) if isinstance(r.get(c), Decimal)
-                    else r.get(c) for c in table.columns])
+        w.writerow([_csv_value(r.get(c)) for c in table.columns])
     return out.getvalue()
+
+
+def _csv_value(v: Any) -> Any:
+    """Empty for NULL (unknown), exact numbers, ISO times, lists as JSON."""
+    if v is None:
+        return ""
+    if isinstance(v, (Decimal, datetime, date)):
+        return _json_default(v)
+    if isinstance(v, (list, tuple, dict)):
+        return json.dumps(v, default=_json_default)
+    return v
 
 
 def print_rich(result: Result) -> None:

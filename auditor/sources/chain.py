@@ -590,10 +590,8 @@ def _write(store: Store, run: _Run) -> None:
     """Replace every chain row of the epoch in one transaction."""
     with store.transaction():
         for table in CHAIN_EPOCH_TABLES:
-            store.con.execute(f"DELETE FROM {table} WHERE epoch = ?", [run.epoch])
-            store.insert(table, run.tables.get(table, []))
-        store.con.execute("DELETE FROM coverage WHERE source = 'chain' AND epoch = ?", [run.epoch])
-        store.insert("coverage", run.coverage)
-        for bt in run.block_times:
-            store.con.execute("DELETE FROM chain_block_times WHERE height = ?", [bt["height"]])
+            store.replace(table, {"epoch": run.epoch}, run.tables.get(table, []))
+        store.replace("coverage", {"source": "chain", "epoch": run.epoch}, run.coverage)
+        store.con.execute("DELETE FROM chain_block_times WHERE list_contains(?, height)",
+                          [[bt["height"] for bt in run.block_times]])
         store.insert("chain_block_times", run.block_times)
