@@ -256,12 +256,10 @@ def main(argv: list[str] | None = None) -> None:
     Usage errors are typer's (exit 2); AuditorError subclasses carry their own code;
     anything else is an auditor bug, still one line unless --debug.
     """
-    args = sys.argv[1:] if argv is None else argv
-    debug = "--debug" in args
     try:
-        app(args=args, prog_name="auditor")
+        app(args=sys.argv[1:] if argv is None else argv, prog_name="auditor")
     except AuditorError as exc:
-        if debug:
+        if state.debug:
             traceback.print_exc()
         print(f"auditor: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -271,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:
-        if debug:
+        if state.debug:
             traceback.print_exc()
         print(f"auditor: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
               file=sys.stderr)

@@ -113,7 +113,9 @@ def test_sql_command(collected):
 
 def test_sql_on_a_missing_database(tmp_path):
     r = run_cli("sql", "SELECT 1", db=tmp_path / "nope.duckdb")
-    assert r.returncode == 3 and "no database" in r.stderr
+    assert r.returncode == 3 and "no database" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("--debug", "sql", "SELECT 1", db=tmp_path / "nope.duckdb")
+    assert r.returncode == 3 and "Traceback" in r.stderr
 
 
 DEMO_LOG = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
