@@ -108,17 +108,16 @@ class Target:
 
 
 def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: int = BLOCK_SIZE,
-           stdin: BinaryIO | None = None, vectorised: bool = True) -> CollectReport:
+           vectorised: bool = True) -> CollectReport:
     """Read the gateway logs ``paths`` (files, globs, ``.gz``, ``-`` for stdin) into the
     store; return the run report (rows loaded, lines rejected by reason, files skipped as
     unchanged, paths missing). ``vectorised=False`` parses line by line (tests only)."""
     report = CollectReport(source=SOURCE)
-    targets = resolve_paths(paths, report)
-    for m in report.missing:
-        store.replace("coverage", {"source": SOURCE, "item": m.split(": ")[0]},
-                      [{"source": SOURCE, "epoch": None, "item": m.split(": ")[0], "status": "missing",
-                        "detail": m, "source_url": None, "height": None, "fetched_at": utcnow()}])
+    targets, unresolved = resolve_paths(paths)
     ing = _Ingest(store, report, progress, block_size, vectorised)
+    for given, why in unresolved:
+        report.missing.append(f"{given}: {why}")
+        ing.coverage(given, "missing", why)
     ing.relocate_moved(targets)
     con = store.con
     prev = con.execute("SELECT current_setting('force_compression')").fetchone()[0]
@@ -128,7 +127,7 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
         for t in targets:
             try:
                 if t.path == STDIN:
-                    ing.read_stdin(t, stdin if stdin is not None else sys.stdin.buffer)
+                    ing.read_stdin(t, sys.stdin.buffer)
                 else:
                     ing.read_file(t)
             except OSError as exc:
@@ -145,9 +144,11 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
     return report
 
 
-def resolve_paths(paths: list[str], report: CollectReport) -> list[Target]:
-    """Expand globs and ``~``; missing paths go to ``report.missing``; duplicates once."""
+def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]]:
+    """Expand globs and ``~``: the files to read (duplicates once), and (path, why) for
+    each path that names no readable file."""
     out: list[Target] = []
+    missing: list[tuple[str, str]] = []
     seen: set = set()            # paths, and (device, inode) so a file linked twice is read once
     for given in paths:
         given = str(given)
@@ -160,14 +161,14 @@ def resolve_paths(paths: list[str], report: CollectReport) -> list[Target]:
         if _GLOB_CHARS & set(p):
             matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))
             if not matches:
-                report.missing.append(f"{given}: no file matches")
+                missing.append((given, "no file matches"))
                 continue
         else:
             if not os.path.exists(p):
-                report.missing.append(f"{given}: no such file")
+                missing.append((given, "no such file"))
                 continue
             if os.path.isdir(p):
-                report.missing.append(f"{given}: is a directory; give files or a glob such as {given.rstrip('/')}/*.log")
+                missing.append((given, f"is a directory; give files or a glob such as {given.rstrip('/')}/*.log"))
                 continue
             matches = [p]
         for m in matches:
@@ -178,13 +179,13 @@ def resolve_paths(paths: list[str], report: CollectReport) -> list[Target]:
             try:
                 st = os.stat(a)
             except OSError as exc:
-                report.missing.append(f"{m}: cannot read: {exc.strerror}")
+                missing.append((m, f"cannot read: {exc.strerror}"))
                 continue
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
             out.append(Target(a, m if m != p else given, st))
-    return out
+    return out, missing
 
 
 def _is_gzip(path: str) -> bool:
@@ -393,7 +394,7 @@ class _Ingest:
             raw.close()
         if damaged:
             msg = (f"damaged gzip: read to uncompressed byte {rec.byte_offset} ({rec.lines} lines stored), "
-                   f"then {damaged[0] or type(damaged[0]).__name__}")
+                   f"then {str(damaged[0]) or type(damaged[0]).__name__}")
             self.report.missing.append(f"{t.given}: {msg}")
             self.coverage(t.given, "partial", msg)
             return
@@ -697,12 +698,4 @@ def _long_line(line_no: int, off: int):
     return res
 
 
-def sample_rejects(store: Store, limit: int = 5) -> list[dict[str, Any]]:
-    """The stored sample lines per file and reason (for a CLI or report to show)."""
-    return store.rows(
-        "SELECT f.path, s.reason, s.line_no, s.line FROM log_reject_samples s JOIN log_files f USING (file_id) "
-        "QUALIFY row_number() OVER (PARTITION BY s.file_id, s.reason ORDER BY s.line_no) <= ? "
-        "ORDER BY f.path, s.reason, s.line_no", [limit])
-
-
-__all__ = ["ingest", "resolve_paths", "sample_rejects", "BLOCK_SIZE"]
+__all__ = ["ingest", "resolve_paths", "BLOCK_SIZE"]

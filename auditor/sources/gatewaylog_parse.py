@@ -60,7 +60,6 @@ WRAP_RE = (r'^\{"log":"(?:[^"\\\x00-\x1f]|' + _JSON_ESC + r'|\\/)*","stream":"[a
 JSON_LINE_RE = (rf'{PREFIX_RE}\{{"time":"[^"\\]*","level":"[^"\\]*","msg":"(?:[^"\\]|\\.)*",'
                 rf'(?:"request":"{_IDC}*",)?"stage":"{_ID}"[,}}]')
 
-REASONS = ("blank", "invalid_utf8", "not_gateway", "bad_quote", "bad_json", "line_too_long")
 SAMPLES_PER_REASON = 5
 SAMPLE_CHARS = 500
 
@@ -253,18 +252,7 @@ def parse_text_body(body: str) -> tuple[str, str, str | None, list[tuple[str, An
             pairs, free = _split_toks(toks[1:])
             return ("event", v0, None, pairs, free)
         return Reject("not_gateway")
-    si = next((i for i, (k, _) in enumerate(toks) if k == "stage"), None)
-    if si is None or toks[si][1] == "":
-        return Reject("not_gateway")
-    name = toks[si][1]
-    request = None
-    drop = {si}
-    if si == 1 and k0 == "request":
-        request = v0
-        drop.add(0)
-    rest = [t for i, t in enumerate(toks) if i not in drop]
-    pairs, free = _split_toks(rest)
-    return ("stage", name, request, pairs, free)
+    return parse_text_body_from_toks(toks)
 
 
 class _Pairs(list):
@@ -356,13 +344,15 @@ def _slog_text(body: str, dts, gts) -> Event | Reject | None:
 
 
 def parse_text_body_from_toks(toks):
-    """Stage-line rules on tokens already split (slog text attributes)."""
+    """The stage-line rule, for text lines and slog text attributes alike: the first
+    ``stage=`` names the stage, and a ``request=`` is the line's request only when it is
+    the line's first pair and stands right before that ``stage=`` (``logging.Stage``
+    writes ``request=<id> stage=<stage>``); any other ``request=`` stays a field."""
     si = next((i for i, (k, _) in enumerate(toks) if k == "stage"), None)
     if si is None or toks[si][1] == "":
         return Reject("not_gateway")
-    ri = next((i for i, (k, _) in enumerate(toks) if k == "request"), None)
-    drop = {si} | ({ri} if ri is not None and ri < si else set())
-    request = toks[ri][1] if ri is not None and ri < si else None
+    request = toks[0][1] if si == 1 and toks[0][0] == "request" else None
+    drop = {si, 0} if request is not None else {si}
     pairs, free = _split_toks([t for i, t in enumerate(toks) if i not in drop])
     return ("stage", toks[si][1], request, pairs, free)
 
