@@ -41,6 +41,14 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def coverage_row(source: str, item: str, status: str, detail: str | None = None, *, epoch: int | None = None,
+                 url: str | None = None, height: int | None = None,
+                 fetched_at: datetime | None = None) -> dict[str, Any]:
+    """One row of the ``coverage`` table (queries/schema/001_core.sql)."""
+    return {"source": source, "epoch": epoch, "item": item, "status": status, "detail": detail,
+            "source_url": url, "height": height, "fetched_at": fetched_at or utcnow()}
+
+
 _NAME_RE = re.compile(r"^[a-z0-9_/]+$")
 
 
@@ -132,6 +140,10 @@ class Store:
                 cond = " AND ".join(f'"{k}" IS NOT DISTINCT FROM ?' for k in where)
                 self.con.execute(f"DELETE FROM {table} WHERE {cond}", list(where.values()))
             return self.insert(table, rows)
+
+    def put_coverage(self, row: dict[str, Any]) -> None:
+        """Record one coverage row, replacing the earlier one for the same source, epoch and item."""
+        self.replace("coverage", {k: row[k] for k in ("source", "epoch", "item")}, [row])
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
         """Insert dict rows in one statement, through Arrow (executemany is far too slow

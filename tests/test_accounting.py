@@ -227,7 +227,8 @@ def test_collect_v5_by_replay_and_recollect_without_duplicates(db):
     assert q(db, """SELECT c.disposition, sum(c.count), any_value(p.dispositions->>c.disposition)::BIGINT
                     FROM acct_counters c JOIN acct_participants p USING (epoch, participant, model)
                     WHERE epoch = 403 GROUP BY c.participant, c.disposition
-                    HAVING sum(c.count) <> any_value(p.dispositions->>c.disposition)::BIGINT""") == []
+                    HAVING sum(c.count) IS DISTINCT FROM
+                           coalesce(any_value(p.dispositions->>c.disposition)::BIGINT, 0)""") == []
     assert one(db, "SELECT count(*) FROM acct_counters WHERE epoch = 403 AND participant = ? AND disposition = 'ghost' "
                    "AND timeout_outcome = 'applied' AND no_send_reason = 'participant_throttled_no_send'", [B]) == 1
     assert one(db, "SELECT sum(count) FROM acct_counters WHERE participant = ? AND epoch = 403 AND slow_receipt", [A]) == 38

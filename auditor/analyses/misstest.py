@@ -704,9 +704,8 @@ def section(store: Any, epoch: int, participant: str | None = None) -> Section:
     """
     try:
         res = run(store, epoch, participant=participant)
-    except SourceError:
-        reason = (f"no performance summary of epoch {epoch} in the store (the chain writes it at settlement; "
-                  "collect the epoch again once it is settled)")
+    except SourceError as exc:
+        reason = str(exc)  # says whether the epoch is not settled yet, was not collected, or lost its summary
         return Section("miss_test", {"available": False, "reason": reason},
                        [Table("Miss test", list(TABLE_COLUMNS_OUT), [], [reason])])
     table = res.tables[0]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, Optional
 
 import duckdb
@@ -39,7 +39,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
 from ..errors import SourceError
 from ..model import CollectReport
 from ..progress import Progress
-from ..store import Store
+from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response
 
 SOURCE = "accounting"
@@ -364,9 +364,8 @@ def unknown_fields(resp: ParticipantsResponse) -> set[str]:
 
 # -- storage ------------------------------------------------------------------------
 def _coverage(epoch: int | None, item: str, status: str, detail: str, url: str | None,
-              fetched_at: datetime) -> dict[str, Any]:
-    return {"source": SOURCE, "epoch": epoch, "item": item, "status": status, "detail": detail,
-            "source_url": url, "height": None, "fetched_at": fetched_at}
+              fetched_at: datetime | None) -> dict[str, Any]:
+    return coverage_row(SOURCE, item, status, detail, epoch=epoch, url=url, fetched_at=fetched_at)
 
 
 def _held(store: Store, epoch: int) -> tuple[int, datetime | None]:
@@ -400,7 +399,7 @@ def _fail(store: Store, report: CollectReport, epoch: int, reason: str, url: str
         report.missing.append(f"epoch {epoch}: {reason} (kept the rows fetched at {when})")
         return
     report.missing.append(f"epoch {epoch}: {reason}")
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     cov = [_coverage(epoch, "participants", "missing", reason, url, now)]
     if summary_row is not None:
         cov.insert(0, _coverage(epoch, "epoch_summary", "ok", f"schema_version {summary_row['schema_version']}",
@@ -409,8 +408,7 @@ def _fail(store: Store, report: CollectReport, epoch: int, reason: str, url: str
         cov.insert(0, _coverage(epoch, "epoch_summary", "missing", reason, url, now))
     with store.transaction():
         if summary_row is not None:
-            store.con.execute("DELETE FROM acct_epochs WHERE epoch = ?", [epoch])
-            report.add("acct_epochs", store.insert("acct_epochs", [summary_row]))
+            report.add("acct_epochs", store.replace("acct_epochs", {"epoch": epoch}, [summary_row]))
         store.replace("coverage", {"source": SOURCE, "epoch": epoch}, cov)
 
 
@@ -437,14 +435,12 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             if s.epoch_index is not None:
                 listed[s.epoch_index] = s
         shown = ", ".join(str(e) for e in sorted(listed)) or "none"
-        store.replace("coverage", {"source": SOURCE, "epoch": None, "item": "epoch_list"},
-                      [_coverage(None, "epoch_list", "ok",
-                                 f"lists epochs {shown} (schema_version {listing.schema_version})",
-                                 listing_resp.url, listing_resp.fetched_at)])
+        store.put_coverage(_coverage(None, "epoch_list", "ok",
+                                     f"lists epochs {shown} (schema_version {listing.schema_version})",
+                                     listing_resp.url, listing_resp.fetched_at))
     else:
         report.missing.append(f"epoch list: {err}")
-        store.replace("coverage", {"source": SOURCE, "epoch": None, "item": "epoch_list"},
-                      [_coverage(None, "epoch_list", "missing", err or "", None, datetime.now(timezone.utc))])
+        store.put_coverage(_coverage(None, "epoch_list", "missing", err or "", None, None))
         if epochs is None:
             return report
 
@@ -512,9 +508,7 @@ def _store_epoch(store: Store, report: CollectReport, epoch: int, summary_row: d
                          resp.url, resp.fetched_at))
     try:
         with store.transaction():
-            for t in TABLES:
-                store.con.execute(f"DELETE FROM {t} WHERE epoch = ?", [epoch])
-            counts = {t: store.insert(t, tables.get(t, [])) for t in TABLES}
+            counts = {t: store.replace(t, {"epoch": epoch}, tables.get(t, [])) for t in TABLES}
             store.replace("coverage", {"source": SOURCE, "epoch": epoch}, cov)
     except duckdb.ConstraintException as exc:
         # e.g. two records for the same (participant, model): not the documented shape

@@ -25,7 +25,7 @@ from ..errors import NotFoundError, SourceError
 from ..heights import EpochParams, cpoc_windows, epoch_boundaries
 from ..model import CollectReport
 from ..progress import Progress
-from ..store import Store, utcnow
+from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response
 
 API = "/chain-api/productscience/inference/inference"
@@ -339,8 +339,7 @@ class _Run:
 
 
 def _cov(epoch, item, status, detail, url, height, fetched_at) -> dict[str, Any]:
-    return {"source": "chain", "epoch": epoch, "item": item, "status": status, "detail": detail,
-            "source_url": url, "height": height, "fetched_at": fetched_at}
+    return coverage_row("chain", item, status, detail, epoch=epoch, url=url, height=height, fetched_at=fetched_at)
 
 
 def _prov(resp: Response) -> dict[str, Any]:

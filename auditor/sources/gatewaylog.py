@@ -48,7 +48,7 @@ import duckdb
 from ..errors import SourceError
 from ..model import CollectReport
 from ..progress import Progress
-from ..store import Store, utcnow
+from ..store import Store, coverage_row, utcnow
 
 SOURCE = "gateway_log"
 BLOCK_SIZE = 8 << 20
@@ -301,9 +301,7 @@ class _Ingest:
 
     # -- coverage -----------------------------------------------------------------------
     def coverage(self, item: str, status: str, detail: str | None) -> None:
-        self.store.replace("coverage", {"source": SOURCE, "item": item},
-                           [{"source": SOURCE, "epoch": None, "item": item, "status": status,
-                             "detail": detail, "source_url": None, "height": None, "fetched_at": utcnow()}])
+        self.store.put_coverage(coverage_row(SOURCE, item, status, detail))
 
     # -- plain files and .gz --------------------------------------------------------------
     def read_file(self, t: Target) -> None:

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ..errors import SourceError
 from ..model import CollectReport
 from ..progress import Progress
-from ..store import Store
+from ..store import Store, coverage_row
 from .http import JsonClient
 
 SOURCE = "metrics"
@@ -52,9 +52,8 @@ def parse_exposition(text: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _coverage(url: str, status: str, detail: str, fetched_at: datetime) -> dict[str, Any]:
-    return {"source": SOURCE, "epoch": None, "item": url, "status": status, "detail": detail,
-            "source_url": url, "height": None, "fetched_at": fetched_at}
+def _coverage(url: str, status: str, detail: str, fetched_at: datetime | None = None) -> dict[str, Any]:
+    return coverage_row(SOURCE, url, status, detail, url=url, fetched_at=fetched_at)
 
 
 def scrape(store: Store, client: JsonClient, progress: Progress) -> CollectReport:
@@ -67,16 +66,14 @@ def scrape(store: Store, client: JsonClient, progress: Progress) -> CollectRepor
     except SourceError as exc:
         reason = f"{url}: {exc}"
         report.missing.append(reason)
-        store.replace("coverage", {"source": SOURCE, "epoch": None, "item": url},
-                      [_coverage(url, "missing", str(exc), datetime.now(timezone.utc))])
+        store.put_coverage(_coverage(url, "missing", str(exc)))
         return report
-    text = resp.data if isinstance(resp.data, str) else str(resp.data)
+    text = resp.data
     try:
         samples = parse_exposition(text)
     except ExpositionError as exc:
         report.missing.append(f"{resp.url}: {exc}")
-        store.replace("coverage", {"source": SOURCE, "epoch": None, "item": url},
-                      [_coverage(resp.url, "missing", str(exc), resp.fetched_at)])
+        store.put_coverage(_coverage(url, "missing", str(exc), resp.fetched_at))
         return report
     families = len({(s["family"], s["type"]) for s in samples})
     with store.transaction():
@@ -87,9 +84,8 @@ def scrape(store: Store, client: JsonClient, progress: Progress) -> CollectRepor
         for s in samples:
             s.update(scrape_id=scrape_id, scraped_at=resp.fetched_at, source_url=resp.url)
         store.insert("metric_samples", samples)
-        store.replace("coverage", {"source": SOURCE, "epoch": None, "item": url},
-                      [_coverage(resp.url, "ok", f"scrape {scrape_id}: {len(samples)} samples in {families} families",
-                                 resp.fetched_at)])
+        store.put_coverage(_coverage(url, "ok", f"scrape {scrape_id}: {len(samples)} samples in {families} families",
+                                     resp.fetched_at))
     report.add("metric_scrapes", 1)
     report.add("metric_samples", len(samples))
     report.notes.append(f"scrape {scrape_id} of {resp.url}")
