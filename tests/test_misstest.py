@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from auditor.analyses import misstest as mt
 from auditor.errors import SourceError
 from auditor.report import render
-from auditor.store import Store
+from auditor.store import Store, utcnow
 
 from conftest import ROOT, SHARED
 
@@ -317,13 +317,8 @@ def _store(*, p0: str | None = "0.100", settled: bool = True, effective=(5_000_0
                   "gonka1g_mystery")])
     if excluded_coverage:
         s.insert("coverage", [{"source": "chain", "epoch": EPOCH, "item": "excluded_participants",
-                               "status": "ok", "fetched_at": mt_now()}])
+                               "status": "ok", "fetched_at": utcnow()}])
     return s
-
-
-def mt_now():
-    from auditor.store import utcnow
-    return utcnow()
 
 
 def test_run_verdicts_and_contract():
@@ -422,6 +417,19 @@ def test_run_outage_breaker_punishes_nobody():
     assert d["skip"] is True and d["p0"] == 0.5
     assert all(p["verdict"] == "passed" and p["critical_misses"] is None for p in d["participants"])
     assert dict(res.header)["skip (outage breaker)"].startswith("yes")
+
+
+def test_run_exact_path_when_governance_p0_is_above_one_half():
+    perf = [_perf("gonka1q_one_miss", 99, 1, 0), _perf("gonka1r_clean", 100, 0, 9)]
+    with _store(p0="0.6", perf=perf) as s:
+        d = mt.run(s, EPOCH).data
+    assert d["p0"] == 0.6 and d["p0_detail"]["path"] == mt.PATH_EXACT
+    by = {p["participant"]: p for p in d["participants"]}
+    q = by["gonka1q_one_miss"]   # the chain's 16-place rounding makes 0.4^99 zero: p-value 0, fails
+    assert (q["verdict"], q["passed"], q["critical_misses"], q["p_value"]) == ("zeroed_by_miss_test", False, None, 0)
+    assert "rounds to 0 at 16 places" in q["reason"]
+    r = by["gonka1r_clean"]
+    assert (r["verdict"], r["passed"], r["p_value"]) == ("passed", True, 1)
 
 
 def test_section_for_the_epoch_report():

@@ -290,15 +290,29 @@ def missed_stat_test(n_missed: int, n_total: int, p0: Decimal | int | str | floa
     chain's 16-place rounding and passes iff the p-value >= 0.05 (which can also raise
     :class:`MissTestError` for p0 outside (0, 1)).
     """
+    return miss_test_detail(n_missed, n_total, p0).passed
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    passed: bool
+    critical: int | None = None       # table path: the most misses allowed (None: no row, passes)
+    p_value: Decimal | None = None    # exact path: the chain's 16-place p-value
+    table: bool = True                # which path decided
+
+
+def miss_test_detail(n_missed: int, n_total: int, p0: Decimal | int | str | float) -> TestOutcome:
+    """:func:`missed_stat_test` with the numbers that decided it."""
     if n_total == 0:
-        return True
+        return TestOutcome(True)
     if n_missed < 0 or n_total < 0 or n_missed > n_total:
         raise MissTestError(f"invalid input: requires 0 <= missed ({n_missed}) <= total ({n_total})")
     permille = table_permille(p0)
     if permille is not None:
         crit = critical_misses(n_total, permille)
-        return crit is None or n_missed <= crit
-    return chain_binomial_p_value(n_missed, n_total, p0) >= ALPHA
+        return TestOutcome(crit is None or n_missed <= crit, critical=crit)
+    p_value = chain_binomial_p_value(n_missed, n_total, p0)
+    return TestOutcome(p_value >= ALPHA, p_value=p_value, table=False)
 
 
 # -- network-wide dynamic p0 ----------------------------------------------------------------
@@ -473,19 +487,14 @@ def _assess(r: Mapping[str, Any], p0r: P0Result, excluded_known: bool, root_know
     elif p0r.skip:
         passed, test_text = True, "outage breaker: the test was skipped for everyone this epoch"
     else:
-        permille = table_permille(p0)
         try:
-            if permille is not None:
-                crit = critical_misses(total, permille)
-                passed = missed_stat_test(missed, total, p0)
-            else:
-                p_value = chain_binomial_p_value(missed, total, p0)
-                passed = p_value >= ALPHA
+            outcome = miss_test_detail(missed, total, p0)
+            passed, crit, p_value, table = outcome.passed, outcome.critical, outcome.p_value, outcome.table
         except MissTestError as exc:
             passed, test_error = True, str(exc)
         if test_error is not None:
             test_text = f"the chain's test errors ({test_error}) and keeps the reward"
-        elif permille is None:
+        elif not table:
             assert p_value is not None
             cmp_ = ">=" if passed else "<"
             shown = format(p_value.normalize(), "f")
