@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from auditor.sources.replay import write_recording  # noqa: F401  (tests import it from here)
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SHARED = ROOT.parent / "shared"
@@ -56,14 +58,3 @@ def record_server():
     yield start
     for s in servers:
         s.__exit__(None, None, None)
-
-
-def write_recording(directory: Path, entries: list[dict]) -> Path:
-    """Write replay entries (path, query, height, status, body) as a recording directory."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for i, e in enumerate(entries, 1):
-        entry = {"query": "", "height": None, "status": 200, "content_type": "application/json", **e}
-        if not isinstance(entry["body"], str):
-            entry["body"] = json.dumps(entry["body"])
-        (directory / f"{i:06d}.json").write_text(json.dumps(entry), encoding="utf-8")
-    return directory
