@@ -58,3 +58,19 @@ def record_server():
     yield start
     for s in servers:
         s.__exit__(None, None, None)
+
+
+def q(db: Path, sql: str, params: list | None = None) -> list[tuple]:
+    """Rows of a query against a store file, opened read-only (as another process would)."""
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def one(db: Path, sql: str, params: list | None = None):
+    """The single row of a query: its value when it has one column, else the tuple."""
+    rows = q(db, sql, params)
+    assert len(rows) == 1, rows
+    return rows[0] if len(rows[0]) > 1 else rows[0][0]
+

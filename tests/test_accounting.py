@@ -7,14 +7,13 @@ import copy
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 from pydantic import ValidationError
 
 from auditor.sources import accounting as acct
 from auditor.sources.replay import ReplayServer
 
-from conftest import FIXTURES, run_cli, write_recording
+from conftest import FIXTURES, one, q, run_cli, write_recording
 
 V5 = FIXTURES / "accounting" / "v5"
 V2 = FIXTURES / "accounting" / "v2"
@@ -34,20 +33,6 @@ def body(folder: Path, path: str) -> dict:
         if entry["path"] == path:
             return json.loads(entry["body"])
     raise KeyError(path)
-
-
-def q(db: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
-def one(db: Path, sql: str, params: list | None = None):
-    rows = q(db, sql, params)
-    assert len(rows) == 1, rows
-    return rows[0] if len(rows[0]) > 1 else rows[0][0]
 
 
 def counts(db: Path) -> dict[str, int]:

@@ -10,16 +10,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import FIXTURES, run_cli, write_recording
+from conftest import FIXTURES, one as count, run_cli, write_recording
 
 REC = FIXTURES / "chain" / "epoch-403"
 STORY = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())
 API = "/chain-api/productscience/inference/inference"
-
-
-def count(db: Path, sql: str):
-    with duckdb.connect(str(db), read_only=True) as con:
-        return con.execute(sql).fetchone()[0]
 
 
 def counts(db: Path) -> dict[str, int]:

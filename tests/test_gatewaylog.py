@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, q, run_cli
 
 LOGS = FIXTURES / "gateway-logs"
 FORMATS = {
@@ -28,14 +28,6 @@ FORMATS = {
     "section12.log.gz": ("go", "text"),
 }
 UTC = timezone.utc
-
-
-def q(db: Path, sql: str, params=None) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def collect(db: Path, *paths, stdin=None):

@@ -4,27 +4,17 @@ against a loopback replay server (end to end)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import duckdb
 import pytest
 
 from auditor.sources.metrics import ExpositionError, parse_exposition
 
-from conftest import FIXTURES, run_cli, write_recording
+from conftest import FIXTURES, q, run_cli, write_recording
 
 SCRAPE1 = FIXTURES / "metrics" / "scrape1"
 BODY = (FIXTURES / "metrics" / "scrape1.prom").read_text(encoding="utf-8")
 A = "gonka1kx9mca3xm8u8ypzfuhmxey66u0ufxhs7nm6wc5"
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def q(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_parse_counter_gauge_histogram():
