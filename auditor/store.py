@@ -104,6 +104,29 @@ class Store:
             applied.append(f.stem)
         return applied
 
+    @contextmanager
+    def setting(self, name: str, value: str | bool) -> Iterator[None]:
+        """Set a DuckDB setting for the block, then put back the value it had."""
+        _check_name(name)
+        (prev,) = self.one("SELECT current_setting(?)", [name])
+        self.con.execute(f"SET {name} = {_literal(value)}")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET {name} = {_literal(prev)}")
+
+    @contextmanager
+    def registered(self, name: str, table: Any) -> Iterator[None]:
+        """Make an Arrow table (or data frame) queryable as ``name`` for the block."""
+        self.con.register(name, table)
+        try:
+            yield
+        finally:
+            try:
+                self.con.unregister(name)
+            except duckdb.Error:
+                pass  # an aborted transaction refuses even this; the caller rolls back
+
     # -- transactions ---------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -179,15 +202,9 @@ class Store:
                 select.append(f'"{c}"')
             arrays[c] = pa.array(values, type=arrow_type)
         name = f"_insert_{table}"
-        self.con.register(name, pa.table(arrays))
-        try:
+        with self.registered(name, pa.table(arrays)):
             col_sql = ", ".join(f'"{c}"' for c in cols)
             self.con.execute(f"INSERT INTO {table} ({col_sql}) SELECT {', '.join(select)} FROM {name}")
-        finally:
-            try:
-                self.con.unregister(name)
-            except duckdb.Error:
-                pass  # an aborted transaction refuses even this; the caller rolls back
         return len(rows)
 
     def column_types(self, table: str) -> dict[str, str]:
@@ -239,6 +256,12 @@ def _arrow_type(duck_type: str):
         "DOUBLE": pa.float64(), "TIMESTAMP WITH TIME ZONE": pa.timestamp("us", tz="UTC"),
         "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
     }.get(duck_type.upper())
+
+
+def _literal(v: str | bool) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "'" + str(v).replace("'", "''") + "'"
 
 
 def _as_text(v: Any) -> str:

@@ -119,11 +119,9 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
         report.missing.append(f"{given}: {why}")
         ing.coverage(given, "missing", why)
     ing.relocate_moved(targets)
-    con = store.con
-    prev = con.execute("SELECT current_setting('force_compression')").fetchone()[0]
-    # zstd writes the large text columns at half the CPU of the automatic choice
-    con.execute("SET force_compression = 'zstd'")
-    try:
+    # zstd writes the large text columns at half the CPU of the automatic choice; blocks are
+    # appended in order anyway, so DuckDB need not preserve the insertion order for us
+    with store.setting("force_compression", "zstd"), store.setting("preserve_insertion_order", False):
         for t in targets:
             try:
                 if t.path == STDIN:
@@ -137,8 +135,6 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
             except duckdb.Error as exc:
                 raise SourceError(f"{t.given}: could not store what was read "
                                   f"({str(exc).splitlines()[0]}); the file's earlier rows are kept") from exc
-    finally:
-        con.execute(f"SET force_compression = '{prev}'")
     if not report.loaded:
         report.loaded["log_events"] = 0
     return report
@@ -220,8 +216,7 @@ class _Ingest:
         self.block_size = max(1024, int(block_size))
         rows = store.rows(f"SELECT {', '.join(_COLS)} FROM log_files")
         self.recs = {r["file_id"]: FileRec(**r) for r in rows}
-        self.samples: dict[tuple[int, str], int] = {}
-        self.reasons: set[tuple[int, str]] = set()
+        self.samples: dict[tuple[int, str], int] = {}   # (file, reason) seen this run -> samples stored
 
     # -- records ----------------------------------------------------------------------
     def by_path(self, path: str) -> FileRec | None:
@@ -253,7 +248,6 @@ class _Ingest:
             rec.generation += 1
             self.save(rec)
         self.samples = {k: v for k, v in self.samples.items() if k[0] != rec.file_id}
-        self.reasons = {k for k in self.reasons if k[0] != rec.file_id}
         self.report.notes.append(f"{rec.path}: {why}; read again from the start (its earlier rows replaced)")
 
     def head_matches(self, rec: FileRec, path: str) -> bool:
@@ -538,9 +532,6 @@ class _Ingest:
             except BaseException as exc:  # noqa: BLE001 - raised again by the writer
                 q.put(("error", exc, 0))
 
-        con = self.store.con
-        prev_order = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
-        con.execute("SET preserve_insertion_order = false")
         reader = threading.Thread(target=dispatch, name="gatewaylog-read", daemon=True)
         reader.start()
         left = 0
@@ -568,7 +559,6 @@ class _Ingest:
                     pass
             reader.join()
             pool.shutdown(wait=True, cancel_futures=True)
-            con.execute(f"SET preserve_insertion_order = {'true' if prev_order else 'false'}")
         return left
 
     def _finish_state(self, rec: FileRec, state: dict) -> None:
@@ -589,15 +579,14 @@ class _Ingest:
             if not n:
                 continue
             key = (fid, reason)
-            if key not in self.reasons:
-                have = con.execute("SELECT count(*) FROM log_rejects WHERE file_id = ? AND reason = ?",
-                                   [fid, reason]).fetchone()[0]
+            if key not in self.samples:
+                have, stored = self.store.one(
+                    "SELECT (SELECT count(*) FROM log_rejects WHERE file_id = $1 AND reason = $2),"
+                    "       (SELECT count(*) FROM log_reject_samples WHERE file_id = $1 AND reason = $2)",
+                    [fid, reason])
                 if not have:
                     con.execute("INSERT INTO log_rejects VALUES (?, ?, 0)", [fid, reason])
-                self.reasons.add(key)
-                self.samples[key] = con.execute(
-                    "SELECT count(*) FROM log_reject_samples WHERE file_id = ? AND reason = ?",
-                    [fid, reason]).fetchone()[0]
+                self.samples[key] = stored
             con.execute("UPDATE log_rejects SET lines = lines + ? WHERE file_id = ? AND reason = ?", [n, fid, reason])
             rows = samples.get(reason, [])[:max(0, SAMPLES_PER_FILE - self.samples[key])]
             if rows:
@@ -663,14 +652,8 @@ class _Writer:
         with ing.store.transaction():
             if n:
                 # one Arrow chunk: DuckDB appends it with one thread into whole row groups
-                con.register("_gw_block", tbl.combine_chunks())
-                try:
+                with ing.store.registered("_gw_block", tbl.combine_chunks()):
                     con.execute(INSERT_EVENTS, [rec.file_id])
-                finally:
-                    try:
-                        con.unregister("_gw_block")
-                    except Exception:  # noqa: BLE001 - aborted transaction: rolled back below
-                        pass
             ing._write_rejects(rec, counts, samples)
             rec.byte_offset, rec.lines = offset, lines
             rec.events += n
