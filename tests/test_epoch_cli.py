@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import shutil
 
 import pytest
 
@@ -167,3 +168,16 @@ def test_metrics_coverage_says_which_windows_counters_can_measure(db):
     assert all(w["scrape_after_end"] and w["scrape_before_start"] is None and not w["measurable"]
                for w in cov["windows"])
     assert len(cov["missing"]) == 2
+
+
+def test_a_window_without_block_times_is_reported_not_guessed(db, tmp_path):
+    rec = tmp_path / "rec"
+    shutil.copytree(REC, rec)
+    for f in rec.glob("*.json"):  # drop the block time of cpoc:0's val_end
+        if json.loads(f.read_text())["query"] == "height=6218778":
+            f.unlink()
+    r = run_cli("collect", "--epoch", "403", "--replay", str(rec), "--gateway-log", str(DEMO_LOG), db=db)
+    assert r.returncode == 3 and "block time 6218778" in r.stderr
+    cov = run_json("epoch", "403", "--offline", "--format", "json", db=db)["coverage"]["gateway_log"]
+    assert [w["window"] for w in cov["windows"]] == ["epoch"]
+    assert "cpoc:0: window times unknown (block times not collected)" in cov["missing"]

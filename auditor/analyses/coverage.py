@@ -34,6 +34,15 @@ def section(store: Store, epoch: int, participant: str | None = None) -> Section
     return Section("coverage", data, [Table("Coverage", ["source", "collected", "loaded", "time range", "missing"], rows)])
 
 
+def _timed(windows: list[dict[str, Any]], missing: list[str]):
+    """The windows whose start and end times are known; the others are noted in ``missing``."""
+    for w in windows:
+        if w["start_time"] is None or w["end_time"] is None:
+            missing.append(f"{w['window']}: window times unknown (block times not collected)")
+        else:
+            yield w
+
+
 def _loaded_text(entry: dict[str, Any]) -> str | None:
     loaded = entry.get("loaded")
     if not loaded:
@@ -70,10 +79,7 @@ def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str
         return {"collected": False, "urls": [], "loaded": {}, "time_range": None, "windows": [],
                 "missing": ["no metrics scraped (collect with --metrics URL)"]}
     per_window, missing = [], []
-    for w in windows:
-        if w["start_time"] is None or w["end_time"] is None:
-            missing.append(f"{w['window']}: window times unknown (block times not collected)")
-            continue
+    for w in _timed(windows, missing):
         (r,) = store.query("coverage_metrics", start=w["start_time"], end=w["end_time"])
         measured = r["last_scrape_before_start"] is not None and r["first_scrape_after_end"] is not None
         per_window.append({"window": w["window"], "scrapes_inside": r["scrapes_inside"],
@@ -96,10 +102,7 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
     first = min((f["first_ts"] for f in files if f["first_ts"] is not None), default=None)
     last = max((f["last_ts"] for f in files if f["last_ts"] is not None), default=None)
     per_window, missing = [], []
-    for w in windows:
-        if w["start_time"] is None or w["end_time"] is None:
-            missing.append(f"{w['window']}: window times unknown (block times not collected)")
-            continue
+    for w in _timed(windows, missing):
         (r,) = store.query("coverage_gateway_log_window", start=w["start_time"], end=w["end_time"])
         covered = first is not None and first <= w["start_time"] and last is not None and last >= w["end_time"]
         per_window.append({"window": w["window"], "start": w["start_time"], "end": w["end_time"],
