@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from auditor.progress import Progress
 from auditor.sources import gatewaylog
+from auditor.sources import gatewaylog_parse
 from auditor.sources.gatewaylog_parse import Event, Reject, go_unquote, parse_block, parse_line
 from auditor.store import Store
 from auditor.synth import FORMATS, generate_lines, go_quote, sanitize_value
@@ -26,28 +27,37 @@ SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[Healt
 
 
 def rows(res) -> dict[int, tuple]:
-    """line_no -> (kind, name, request, fields as pairs, ts, src, fmt, level) of a BlockResult."""
+    """line_no -> (kind, name, request, fields as pairs, ts, src, fmt, level, byte_offset,
+    escrow, nonce, host) of a BlockResult."""
     out = {}
     for r in pl.from_arrow(res.events).iter_rows(named=True):
         out[r["line_no"]] = ("stage" if r["is_stage"] else "event", r["name"], r["request"],
                              json.loads(r["fields"], object_pairs_hook=list), r["ts"], r["src"], r["fmt"],
-                             r["level"], r["byte_offset"])
+                             r["level"], r["byte_offset"], r["escrow"], r["nonce"], r["host"])
     return out
 
 
-def check_block(data: bytes) -> None:
-    """Never raises; every line is parsed or rejected; vectorised == reference."""
+def check_block(data: bytes, base_line: int = 1, base_off: int = 0) -> None:
+    """Never raises; every line is parsed or rejected; the compiled tokenizer with polars,
+    polars alone and the line-by-line reference all give the same rows."""
     n = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    a = parse_block(data)
-    b = parse_block(data, vectorised=False)
-    assert a.lines == b.lines == n
-    assert a.parsed + sum(a.rejected.values()) == n
-    assert b.parsed + sum(b.rejected.values()) == n
-    assert a.rejects == b.rejects
-    assert a.events.column("line_no").to_pylist() == sorted(a.events.column("line_no").to_pylist())
-    ra, rb = rows(a), rows(b)
-    assert ra == rb
-    assert all(name for _, name, *_ in ra.values())
+    results = [parse_block(data, base_line, base_off), parse_block(data, base_line, base_off, compiled=False),
+               parse_block(data, base_line, base_off, vectorised=False)]
+    ref = results[-1]
+    for res in results:
+        assert res.lines == n
+        assert res.parsed + sum(res.rejected.values()) == n
+        assert res.rejects == ref.rejects
+        line_nos = res.events.column("line_no").to_pylist()
+        assert line_nos == sorted(line_nos) and all(base_line <= x < base_line + n for x in line_nos)
+        assert rows(res) == rows(ref)
+    assert all(name for _, name, *_ in rows(ref).values())
+
+
+def test_compiled_tokenizer_is_built():
+    """pip builds auditor/_logscan.c wherever a C compiler is present (CI has one); without
+    it the ingestion still works, several times slower."""
+    assert gatewaylog_parse._logscan is not None
 
 
 # -- random and mutated lines ------------------------------------------------------------------
@@ -84,6 +94,96 @@ LINE = st.one_of(MUTATED, MUTATED, GARBAGE, st.sampled_from(SECTION12 + OTHER_FO
 @given(st.lists(LINE, min_size=1, max_size=25), st.booleans())
 def test_random_and_mutated_lines(lines, final_newline):
     check_block(b"\n".join(lines) + (b"\n" if final_newline else b""))
+
+
+# -- the lines the compiled tokenizer takes, and their near misses ------------------------------
+def _two(lo: int, hi: int):
+    return st.integers(lo, hi).map(lambda v: f"{v:02d}")
+
+
+FRACTION = st.one_of(st.just(""), st.from_regex(r"\.[0-9]{1,9}", fullmatch=True))
+GOOD = dict(
+    date=st.tuples(st.sampled_from(["1971", "2024", "2026", "9999"]), _two(1, 12), _two(1, 28), _two(0, 23),
+                   _two(0, 59), _two(0, 59), FRACTION),
+    offset=st.sampled_from(["Z", "+02:00", "-00:30", "+23:59"]),
+    token=st.from_regex(r"[a-z0-9_.:/-]{0,8}", fullmatch=True),
+    ident=st.from_regex(r"[a-z0-9_.:/=-]{1,8}", fullmatch=True),
+    event=st.from_regex(r"[a-z][a-z0-9]{0,3}(_[a-z0-9]{1,3}){1,2}", fullmatch=True),
+    space=st.just(" "),
+    head=st.sampled_from(["request={} stage={}", "stage={}", "{}"]),
+)
+# one date part out of range (by index: year, month, day, hour, minute, second, fraction),
+# or a day that the month does not have
+BAD_DATE_PARTS = st.sampled_from([{0: "1969"}, {0: "1970"}, {1: "00"}, {1: "13"}, {2: "00"}, {2: "32"}, {3: "24"},
+                                  {4: "60"}, {5: "60"}, {6: ".1234567890"}, {6: "."}, {1: "02", 2: "29"},
+                                  {1: "02", 2: "30"}, {1: "04", 2: "31"}, {0: "2024", 1: "02", 2: "29"}])
+ODD = dict(
+    date=st.builds(lambda d, bad: tuple(bad.get(i, v) for i, v in enumerate(d)), GOOD["date"], BAD_DATE_PARTS),
+    offset=st.sampled_from(["+24:00", "-12:60", "z", "", "+0200"]),
+    token=st.lists(st.sampled_from(list("ab_=Z09") + ['"', " ", "\\", "\x7f", "é", "\r", "\t", "{", "-"]),
+                   max_size=6).map("".join),
+    ident=st.sampled_from(["", "a b", 'a"', "é", "a\\"]),
+    event=st.sampled_from(["a__b", "a_", "_a", "ab", "A_b", "a_b:", "9_a"]),
+    space=st.sampled_from(["  ", ""]),
+    head=st.sampled_from(["request={}", "{} stage={}", "request={} stage={} stage={}"]),
+)
+
+
+@st.composite
+def near_fast_lines(draw) -> bytes:
+    """Lines of the shape the compiled tokenizer takes; half of them are off in one to
+    three places (a bad date or offset, a stray character, a wrong space)."""
+    odd = set(draw(st.lists(st.sampled_from(sorted(GOOD)), max_size=3))) if draw(st.booleans()) else set()
+
+    def one(what: str):
+        return draw(ODD[what] if what in odd and draw(st.booleans()) else GOOD[what])
+
+    parts = []
+    if draw(st.booleans()):
+        y, mo, d, h, mi, se, fr = one("date")
+        parts.append(f"{y}-{mo}-{d}T{h}:{mi}:{se}{fr}{one('offset')}{one('space')}")
+    if draw(st.booleans()):
+        y, mo, d, h, mi, se, fr = one("date")
+        parts.append(f"{y}/{mo}/{d} {h}:{mi}:{se}{fr}{one('space')}")
+    head = one("head")
+    if head == "{}":
+        parts.append(one("event"))
+    else:
+        parts.append(head.format(*[one("ident") for _ in range(head.count("{}"))]))
+    for _ in range(draw(st.integers(0, 5))):
+        key = draw(st.one_of(st.sampled_from(["escrow", "nonce", "host", "request", "stage", "k", "K_9"]),
+                             st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True)))
+        val = draw(st.one_of(st.sampled_from(["12", "-3", "0x10", "", "abcdefgh", "9" * 25, "1e3", " 7", "a b",
+                                              "x=y", '\\"q\\"', "\\\\", "\\t", "\\u00e9", "\\uD7ff",
+                                              "\\ud800", "\\x41", "\\q", "\\u12", "\\"]),
+                             GOOD["token"])) if "token" not in odd else one("token")
+        quote = draw(st.sampled_from(["", "", '"']))
+        parts.append(f"{one('space')}{key}={quote}{val}{quote}")
+    return "".join(parts).replace("\n", " ").encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(near_fast_lines(), min_size=1, max_size=12), st.integers(1, 10**12), st.integers(0, 10**15))
+def test_compiled_tokenizer_matches_reference(lines, base_line, base_off):
+    check_block(b"\n".join(lines) + b"\n", base_line, base_off)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.one_of(GOOD["date"], ODD["date"]), GOOD["offset"], st.booleans()), min_size=1,
+                max_size=30))
+def test_compiled_tokenizer_timestamps_match_reference(stamps):
+    """Both prefixes with dates near and past the edges of the calendar."""
+    lines = [(f"{y}-{mo}-{d}T{h}:{mi}:{se}{fr}{off} " if docker else f"{y}/{mo}/{d} {h}:{mi}:{se}{fr} ") + "stage=x"
+             for (y, mo, d, h, mi, se, fr), off, docker in stamps]
+    check_block(("\n".join(lines) + "\n").encode())
+
+
+def test_compiled_tokenizer_takes_the_common_lines():
+    """The synthetic text log is nearly all tokenized in C (and what it leaves is parsed)."""
+    lines, _ = generate_lines(500_000, seed=11, fmt="text")
+    out = gatewaylog_parse._logscan.scan(("\n".join(lines) + "\n").encode(), 1, 0)
+    assert out[0] >= 0.95 * len(lines)
+    assert out[0] + len(out[25]) // 8 == len(lines)
 
 
 # -- well-formed lines round-trip ----------------------------------------------------------------

@@ -52,7 +52,7 @@ from ..store import Store, coverage_row, utcnow
 
 SOURCE = "gateway_log"
 BLOCK_SIZE = 8 << 20
-ROWS_PER_COMMIT = 122_880    # one DuckDB row group per transaction (see _Ingest._stream)
+ROWS_PER_COMMIT = 4 * 122_880    # whole DuckDB row groups per transaction (see _Ingest._stream)
 SAMPLES_PER_FILE = 5         # rejected lines kept per file and reason
 PARSE_WORKERS = 2
 HEAD_BYTES = 4096            # a plain file's identity: sha256 of (up to) its first 4 KiB
@@ -65,11 +65,9 @@ INSERT INTO log_events
 SELECT ? AS file_id, line_no, byte_offset, ts,
        CASE src WHEN 1 THEN 'docker' WHEN 2 THEN 'record' WHEN 3 THEN 'go' END,
        CASE fmt WHEN 0 THEN 'text' WHEN 1 THEN 'json' ELSE 'slog_text' END,
-       level, CASE WHEN is_stage THEN 'stage' ELSE 'event' END, name,
-       coalesce(request, j[4]),
-       TRY_CAST(j[1] AS BIGINT), TRY_CAST(j[2] AS BIGINT), nullif(j[3], ''),
-       fields
-FROM (SELECT *, json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)
+       level, CASE WHEN is_stage THEN 'stage' ELSE 'event' END, name, request,
+       TRY_CAST(escrow AS BIGINT), TRY_CAST(nonce AS BIGINT), nullif(host, ''), fields
+FROM _gw_block
 """
 
 
@@ -119,9 +117,9 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
         report.missing.append(f"{given}: {why}")
         ing.coverage(given, "missing", why)
     ing.relocate_moved(targets)
-    # zstd writes the large text columns at half the CPU of the automatic choice; blocks are
-    # appended in order anyway, so DuckDB need not preserve the insertion order for us
-    with store.setting("force_compression", "zstd"), store.setting("preserve_insertion_order", False):
+    # blocks are appended in order anyway, so DuckDB need not preserve the insertion order
+    # for us (log_events.fields is zstd-compressed: schema 007)
+    with store.setting("preserve_insertion_order", False):
         for t in targets:
             try:
                 if t.path == STDIN:
@@ -326,7 +324,7 @@ class _Ingest:
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
             f.seek(rec.byte_offset)
-            left = self._stream(rec, f.read, final=False, total=max(0, st.st_size - rec.byte_offset),
+            left = self._stream(rec, f.readinto, final=False, total=max(0, st.st_size - rec.byte_offset),
                                 label=t.given, head=head, size=st.st_size, mtime=_mtime(st))
         if left:
             self.report.notes.append(f"{t.given}: last line incomplete ({left} bytes), left for the next run")
@@ -354,32 +352,33 @@ class _Ingest:
         damaged: list[BaseException] = []
         done = [0]
 
-        def read(n: int) -> bytes:
-            """Decompressed bytes; at a damaged spot, the end of the data (remembered)."""
-            parts, got = [], 0
-            while got < n and not damaged:
+        def readinto(view: memoryview) -> int:
+            """Decompressed bytes into ``view``; at a damaged spot, the end of the data
+            (remembered)."""
+            got = 0
+            while got < len(view) and not damaged:
                 try:                                # read1: keep what precedes a damaged spot
-                    b = gz.read1(n - got)
+                    b = gz.read1(len(view) - got)
                 except (EOFError, zlib.error, OSError) as exc:      # BadGzipFile is an OSError
                     damaged.append(exc)
                     break
                 if not b:
                     break
-                parts.append(b)
+                view[got:got + len(b)] = b
                 got += len(b)
             done[0] = raw.tell()
-            return b"".join(parts)
+            return got
 
         try:
             gz = gzip.GzipFile(fileobj=raw, mode="rb")
             skip = rec.byte_offset                 # resuming an interrupted read
             while skip and not damaged:
-                n = len(read(min(skip, self.block_size)))
+                n = readinto(memoryview(bytearray(min(skip, self.block_size))))
                 if not n:
                     break
                 skip -= n
             if not damaged:
-                self._stream(rec, read, final=lambda: not damaged, total=st.st_size, label=t.given, head=None,
+                self._stream(rec, readinto, final=lambda: not damaged, total=st.st_size, label=t.given, head=None,
                              size=st.st_size, mtime=_mtime(st), progress_pos=lambda: done[0],
                              head_override=(len(head_c), hh))
         finally:
@@ -417,7 +416,7 @@ class _Ingest:
             with open(tmp.name, "rb") as f:
                 head = f.read(HEAD_BYTES)
                 f.seek(rec.byte_offset)
-                self._stream(rec, f.read, final=True, total=max(0, size - rec.byte_offset), label="stdin",
+                self._stream(rec, f.readinto, final=True, total=max(0, size - rec.byte_offset), label="stdin",
                              head=head, size=size, mtime=None)
             self.coverage("stdin", "ok", f"{rec.path}: {rec.lines} lines")
         finally:
@@ -427,15 +426,18 @@ class _Ingest:
                 pass
 
     # -- the read / parse / write loop --------------------------------------------------------
-    def _blocks(self, read: Callable[[int], bytes], rec: FileRec, final: bool | Callable[[], bool],
+    def _blocks(self, readinto: Callable[[memoryview], int], rec: FileRec, final: bool | Callable[[], bool],
                 progress_pos: Callable[[], int] | None) -> Iterator[tuple]:
-        """Cut what ``read`` returns into blocks of whole lines, numbered from ``rec``'s
-        position. Yields ``("parse", block, first_line, offset, progress)``,
-        ``("done", BlockResult, nbytes, progress)`` for an over-long line, ``("progress",
-        n)``, and finally ``("end", bytes_left_unread)``."""
+        """Cut what ``readinto`` reads into blocks of whole lines, numbered from ``rec``'s
+        position. Yields ``("parse", block, first_line, offset, progress)`` (the block a
+        memoryview of the bytes read, not a copy), ``("done", BlockResult, nbytes,
+        progress)`` for an over-long line, ``("progress", n)``, and finally ``("end",
+        bytes_left_unread)``."""
+        from .gatewaylog_parse import count_lines
+
         bs = self.block_size
         off, line = rec.byte_offset, rec.lines + 1
-        carry = b""
+        carry = b""           # the start of a line read with the previous block
         long_len = 0          # inside a line longer than MAX_LINE: its bytes so far
         read_pos = last_pos = 0
 
@@ -446,36 +448,36 @@ class _Ingest:
             return d
 
         while True:
-            chunk = read(bs)
-            if not chunk:
+            buf = bytearray(len(carry) + bs)
+            buf[:len(carry)] = carry
+            got = readinto(memoryview(buf)[len(carry):])
+            if not got:
                 break
-            read_pos += len(chunk)
-            if long_len:
-                nl = chunk.find(b"\n")
+            read_pos += got
+            start, end = 0, len(carry) + got
+            if long_len:                            # carry is empty
+                nl = buf.find(b"\n", 0, end)
                 if nl < 0:
-                    long_len += len(chunk)
+                    long_len += got
                     yield ("progress", moved())
                     continue
                 long_len += nl + 1
                 yield ("done", _long_line(line, off), long_len, moved())
                 off, line, long_len = off + long_len, line + 1, 0
-                chunk = chunk[nl + 1:]
-                if not chunk:
-                    continue
-            buf = carry + chunk if carry else chunk
-            cut = buf.rfind(b"\n") + 1
+                start = nl + 1
+            cut = buf.rfind(b"\n", start, end) + 1
             if cut == 0:
-                if len(buf) > MAX_LINE:
-                    long_len, carry = len(buf), b""
+                if end - start > MAX_LINE:
+                    long_len, carry = end - start, b""
                 else:
-                    carry = buf
+                    carry = bytes(buf[start:end])
                 yield ("progress", moved())
                 continue
-            block = buf if cut == len(buf) else buf[:cut]
-            carry = buf[cut:]
+            block = memoryview(buf)[start:cut]
+            carry = bytes(buf[cut:end])
             yield ("parse", block, line, off, moved())
             off += len(block)
-            line += block.count(b"\n")
+            line += count_lines(block)
         final = final() if callable(final) else final
         if final and long_len:
             yield ("done", _long_line(line, off), long_len, moved())
@@ -485,12 +487,12 @@ class _Ingest:
             carry = b""
         yield ("end", len(carry) + long_len)
 
-    def _stream(self, rec: FileRec, read: Callable[[int], bytes], *, final: bool | Callable[[], bool], total: int,
+    def _stream(self, rec: FileRec, readinto: Callable[[memoryview], int], *, final: bool | Callable[[], bool], total: int,
                 label: str,
                 head: bytes | None, size: int | None, mtime: datetime | None,
                 progress_pos: Callable[[], int] | None = None,
                 head_override: tuple[int, str] | None = None) -> int:
-        """Read blocks with ``read`` from ``rec.byte_offset`` on, parse them in a worker
+        """Read blocks with ``readinto`` from ``rec.byte_offset`` on, parse them in a worker
         thread (polars and DuckDB release the GIL) while this thread stores the previous
         ones, and return the bytes of an incomplete last line left unread (0 when ``final``:
         the last line is then taken as it is).
@@ -513,7 +515,7 @@ class _Ingest:
             """Reader thread: cut blocks and hand them to the parse pool, in order."""
             try:
                 prog = 0
-                for item in self._blocks(read, rec, final, progress_pos):
+                for item in self._blocks(readinto, rec, final, progress_pos):
                     if stop.is_set():
                         return
                     tag = item[0]

@@ -409,11 +409,23 @@ def _parse_line(line: str) -> Event | Reject:
 # -- blocks ----------------------------------------------------------------------------------
 # A parsed block is one table of events sorted by line_no, typed for the store:
 #   line_no, byte_offset, ts (timestamp[us, UTC]), src (1 docker, 2 record, 3 go, null),
-#   fmt (0 text, 1 json, 2 slog_text), level, is_stage, name, request, fields (JSON text)
-EVENT_COLUMNS = ["line_no", "byte_offset", "ts", "src", "fmt", "level", "is_stage", "name", "request", "fields"]
+#   fmt (0 text, 1 json, 2 slog_text), level, is_stage, name, request (the line's request id,
+#   else the first request= field), escrow, nonce, host (the text of the first such field,
+#   null when there is none), fields (JSON text)
+EVENT_COLUMNS = ["line_no", "byte_offset", "ts", "src", "fmt", "level", "is_stage", "name", "request",
+                 "escrow", "nonce", "host", "fields"]
 FMT_CODES = {"text": 0, "json": 1, "slog_text": 2}
 D_FMT = "%Y-%m-%dT%H:%M:%S%.f%#z"
 G_FMT = "%Y/%m/%d %H:%M:%S%.f"
+
+
+VECTOR_MIN_LINES = 100     # the lines the compiled tokenizer leaves go to polars when there are this many
+LIFT_IN_PYTHON = 500       # text rows up to this many have their keys lifted in Python, not DuckDB
+
+try:    # the compiled tokenizer of the common text lines (auditor/_logscan.c)
+    from .. import _logscan
+except ImportError:     # installed without a C compiler: polars does all the work, more slowly
+    _logscan = None
 
 
 @dataclass
@@ -640,28 +652,101 @@ def _empty_events():
 
     return pl.DataFrame(schema={"line_no": pl.Int64, "byte_offset": pl.Int64, "ts": pl.Datetime("us", "UTC"),
                                 "src": pl.Int8, "fmt": pl.Int8, "level": pl.String, "is_stage": pl.Boolean,
-                                "name": pl.String, "request": pl.String, "fields": pl.String})
+                                "name": pl.String, "request": pl.String, "escrow": pl.String,
+                                "nonce": pl.String, "host": pl.String, "fields": pl.String})
 
 
-def parse_block(block: bytes, base_line: int = 1, base_off: int = 0, *, vectorised: bool = True) -> BlockResult:
+def count_lines(block) -> int:
+    """The number of newlines in a bytes-like block."""
+    return _logscan.count_lines(block) if _logscan is not None else bytes(block).count(b"\n")
+
+
+def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0, *, vectorised: bool = True,
+                compiled: bool = True) -> BlockResult:
     """Parse ``block`` (complete lines, each ending in ``\\n``; a last line without one is
     taken as a line too). ``base_line`` is the number of its first line, ``base_off`` the
     byte offset of its first byte in the file. Every line is either an event or a reject.
+
+    The compiled tokenizer takes the common text lines first (when it is installed and
+    ``compiled``); polars takes the other common shapes, :func:`parse_line` the rest.
     ``vectorised=False`` parses every line with :func:`parse_line` (for tests)."""
     import polars as pl
 
-    if block and not block.endswith(b"\n"):
-        block += b"\n"
+    scanned, lines_at = None, None
+    if vectorised and compiled and _logscan is not None:
+        out = _logscan.scan(block, base_line, base_off)      # any bytes-like block; its rest ends in \n
+        scanned = _scanned_events(out) if out[0] else None
+        block = out[24]
+        lines_at = (out[25], out[26])
+        # the few lines it leaves go line by line: cheaper than the polars path's fixed cost
+        vectorised = len(out[25]) // 8 >= VECTOR_MIN_LINES
+    else:
+        block = bytes(block)
+        if block and not block.endswith(b"\n"):
+            block += b"\n"
+    res, events = _parse_lines(block, base_line, base_off, lines_at, vectorised)
+    if scanned is not None:
+        res.lines += scanned.num_rows
+        if events is None:
+            res.events = scanned
+            return res
+        events = pl.concat([pl.from_arrow(scanned), events]).sort("line_no")
+    res.events = (events if events is not None else _empty_events()).to_arrow(
+        compat_level=pl.CompatLevel.newest())    # string views: no copy
+    return res
+
+
+def _scanned_events(out):
+    """The compiled tokenizer's buffers (see auditor/_logscan.c) -> an events table
+    (pyarrow, no copy)."""
+    import polars as pl
+    import pyarrow as pa
+
+    n = out[0]
+    buf = pa.py_buffer
+
+    def strings(i: int, nullable: bool = True):
+        return pa.Array.from_buffers(pa.string_view(), n, [buf(out[i + 2]) if nullable else None, buf(out[i]),
+                                                           buf(out[i + 1])])
+
+    valid = buf(out[4])
+    tbl = pa.table({
+        "line_no": pa.Array.from_buffers(pa.int64(), n, [None, buf(out[1])]),
+        "byte_offset": pa.Array.from_buffers(pa.int64(), n, [None, buf(out[2])]),
+        "ts": pa.Array.from_buffers(pa.timestamp("us", "UTC"), n, [valid, buf(out[3])]),
+        "src": pa.Array.from_buffers(pa.int8(), n, [valid, buf(out[5])]),
+        "fmt": pa.repeat(pa.scalar(FMT_CODES["text"], pa.int8()), n),
+        "level": pa.nulls(n, pa.string_view()),
+        "is_stage": pa.Array.from_buffers(pa.bool_(), n, [None, buf(out[6])]),
+        "name": strings(7, nullable=False),
+        "request": strings(10), "escrow": strings(13), "nonce": strings(16), "host": strings(19),
+        "fields": strings(22, nullable=False),
+    })
+    return tbl
+
+
+def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectorised: bool):
+    """The polars and line-by-line paths over ``block``: a BlockResult without events, and
+    the events frame (None when there are none). ``lines_at`` gives the line numbers and
+    byte offsets (int64 buffers) of the block's lines when they are not consecutive."""
+    import polars as pl
+
     lines, bad_utf8, offsets = _split_lines(block)
     n = len(lines)
     res = BlockResult(events=None, lines=n)
     if offsets is None:
         lens = lines.str.len_bytes().fill_null(0).cast(pl.Int64) + 1
-        off = lens.cum_sum() - lens + base_off
+        rel = lens.cum_sum() - lens
     else:
-        off = pl.Series(offsets, dtype=pl.Int64) + base_off
-    df = pl.DataFrame({"line_no": pl.int_range(base_line, base_line + n, dtype=pl.Int64, eager=True),
-                       "line": lines, "byte_offset": off})
+        rel = pl.Series(offsets, dtype=pl.Int64)
+    if lines_at is None:
+        line_no, off = pl.int_range(base_line, base_line + n, dtype=pl.Int64, eager=True), rel + base_off
+    else:
+        import pyarrow as pa
+
+        line_no, off = (pl.Series(pa.Array.from_buffers(pa.int64(), len(b) // 8, [None, pa.py_buffer(b)]))
+                        for b in lines_at)
+    df = pl.DataFrame({"line_no": line_no, "line": lines, "byte_offset": off, "rel": rel})
     texts, others = [], []      # typed frames; frames with text timestamps
     if vectorised and n:
         ln = pl.col("line")
@@ -690,15 +775,14 @@ def parse_block(block: bytes, base_line: int = 1, base_off: int = 0, *, vectoris
     else:
         slow = df
     # everything else, line by line
-    bad = {base_line + i for i in bad_utf8}
+    bad = set(df["line_no"].gather(bad_utf8).to_list()) if bad_utf8 else set()
     ocols = list(_other_schema())
     cols: dict[str, list] = {c: [] for c in ocols}
-    for line_no, text, o in slow.select("line_no", "line", "byte_offset").iter_rows():
+    for line_no, text, o, r0 in slow.select("line_no", "line", "byte_offset", "rel").iter_rows():
         if text is None:
             if line_no in bad:
-                rel = o - base_off
-                end = block.find(b"\n", rel)
-                _reject(res, "invalid_utf8", line_no, o, block[rel:end].decode("utf-8", "backslashreplace"))
+                end = block.find(b"\n", r0)
+                _reject(res, "invalid_utf8", line_no, o, block[r0:end].decode("utf-8", "backslashreplace"))
             else:
                 _reject(res, "blank", line_no, o, "")
             continue
@@ -715,13 +799,44 @@ def parse_block(block: bytes, base_line: int = 1, base_off: int = 0, *, vectoris
     if others:
         texts.append(_typed(pl.concat(others)))
     if not texts:
-        ev = _empty_events()
-    elif parts == 1:
-        ev = texts[0]              # one source, already in line order
+        return res, None
+    ev = texts[0] if parts == 1 else pl.concat(texts).sort("line_no")    # one source is in line order
+    return res, _lift_keys(ev)
+
+
+def _lift_keys(ev):
+    """Add the request (when the line has none), escrow, nonce and host fields as columns:
+    the text of the first such key in ``fields``, as DuckDB's json_extract_string reads it.
+    A few text rows are read in Python: their values are all strings, which json.loads
+    reads alike."""
+    import polars as pl
+
+    if ev.height <= LIFT_IN_PYTHON and not (ev["fmt"] == FMT_CODES["json"]).any():
+        cols: dict[str, list] = {k: [] for k in _LIFTED}
+        for text in ev["fields"]:
+            first: dict[str, str] = {}
+            for k, v in json.loads(text, object_pairs_hook=list):
+                if k in _LIFTED and k not in first:
+                    first[k] = v
+            for k in _LIFTED:
+                cols[k].append(first.get(k))
+        keys = pl.DataFrame(cols, schema={k: pl.String for k in _LIFTED})
     else:
-        ev = pl.concat(texts).sort("line_no")
-    res.events = ev.to_arrow(compat_level=pl.CompatLevel.newest())    # string views: no copy
-    return res
+        con = _duck()
+        con.register("_gw_fields", ev.select("fields").to_arrow())
+        try:
+            keys = pl.from_arrow(con.sql(
+                "SELECT j[1] AS escrow, j[2] AS nonce, j[3] AS host, j[4] AS request FROM ("
+                " SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_fields)"
+            ).to_arrow_table())
+        finally:
+            con.unregister("_gw_fields")
+    keys = keys.rename({"request": "frequest"})
+    ev = pl.concat([ev, keys], how="horizontal")
+    return ev.with_columns(request=pl.coalesce("request", "frequest")).select(EVENT_COLUMNS)
+
+
+_LIFTED = ("escrow", "nonce", "host", "request")
 
 
 def _reject(res: BlockResult, reason: str, line_no: int, off: int, text: str) -> None:
