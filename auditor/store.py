@@ -105,17 +105,6 @@ class Store:
         return applied
 
     @contextmanager
-    def setting(self, name: str, value: str | bool) -> Iterator[None]:
-        """Set a DuckDB setting for the block, then put back the value it had."""
-        _check_name(name)
-        (prev,) = self.one("SELECT current_setting(?)", [name])
-        self.con.execute(f"SET {name} = {_literal(value)}")
-        try:
-            yield
-        finally:
-            self.con.execute(f"SET {name} = {_literal(prev)}")
-
-    @contextmanager
     def registered(self, name: str, table: Any) -> Iterator[None]:
         """Make an Arrow table (or data frame) queryable as ``name`` for the block."""
         self.con.register(name, table)
@@ -169,15 +158,14 @@ class Store:
         self.replace("coverage", {k: row[k] for k in ("source", "epoch", "item")}, [row])
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
-        """Insert dict rows in one statement, through Arrow (executemany is far too slow
-        for thousands of rows). Columns are typed from the table itself: types Arrow has
-        no exact match for (HUGEINT, DECIMAL, lists) travel as text and DuckDB casts them,
-        so 64-bit counts and decimals arrive exactly. A row missing a column inserts NULL.
-        Joins an open transaction."""
+        """Insert dict rows in one statement. Columns are typed from the table itself:
+        types Arrow has no exact match for (HUGEINT, DECIMAL, lists) travel as text and
+        DuckDB casts them, so 64-bit counts and decimals arrive exactly; timestamps are
+        taken as UTC when naive. Many rows go through Arrow (executemany is far too slow for
+        thousands), a few as parameters (no Arrow to import: a quick run stays quick). A
+        row missing a column inserts NULL. Joins an open transaction."""
         if not rows:
             return 0
-        import pyarrow as pa
-
         _check_name(table)
         types = self.column_types(table)
         cols: list[str] = []
@@ -185,26 +173,24 @@ class Store:
             for k in r:
                 if k not in cols:
                     cols.append(k)
-        arrays, select = {}, []
-        for c in cols:
-            if c not in types:
-                raise ValueError(f"{table} has no column {c}")
-            values = [r.get(c) for r in rows]
-            arrow_type = _arrow_type(types[c])
-            if arrow_type is None:
-                values = [None if v is None else _as_text(v) for v in values]
-                arrow_type = pa.string()
-                select.append(f'CAST("{c}" AS {types[c]}) AS "{c}"')
-            else:
-                if pa.types.is_timestamp(arrow_type):
-                    values = [v.astimezone(timezone.utc) if isinstance(v, datetime) and v.tzinfo else v
-                              for v in values]
-                select.append(f'"{c}"')
-            arrays[c] = pa.array(values, type=arrow_type)
+        if unknown := [c for c in cols if c not in types]:
+            raise ValueError(f"{table} has no column {unknown[0]}")
+        as_text = {c for c in cols if types[c].upper() not in _ARROW_TYPES}
+        columns = [[_utc(r.get(c)) if c not in as_text else (None if r.get(c) is None else _as_text(r[c]))
+                    for r in rows] for c in cols]
+        select = ", ".join(f'CAST("{c}" AS {types[c]})' if c in as_text else f'"{c}"' for c in cols)
+        col_sql = ", ".join(f'"{c}"' for c in cols)
+        if len(rows) <= SMALL_INSERT and not any(types[c].upper().startswith("MAP") for c in cols):
+            marks = ", ".join(f"CAST(? AS {types[c]})" if c in as_text else "?" for c in cols)
+            self.con.executemany(f"INSERT INTO {table} ({col_sql}) VALUES ({marks})", list(zip(*columns)))
+            return len(rows)
+        import pyarrow as pa
+
+        arrays = {c: pa.array(v, type=pa.string() if c in as_text else _arrow_type(pa, _ARROW_TYPES[types[c].upper()]))
+                  for c, v in zip(cols, columns)}
         name = f"_insert_{table}"
         with self.registered(name, pa.table(arrays)):
-            col_sql = ", ".join(f'"{c}"' for c in cols)
-            self.con.execute(f"INSERT INTO {table} ({col_sql}) SELECT {', '.join(select)} FROM {name}")
+            self.con.execute(f"INSERT INTO {table} ({col_sql}) SELECT {select} FROM {name}")
         return len(rows)
 
     def column_types(self, table: str) -> dict[str, str]:
@@ -246,16 +232,31 @@ class Store:
         self.close()
 
 
-def _arrow_type(duck_type: str):
-    """The Arrow type that carries a DuckDB column type exactly, or None (send as text)."""
-    import pyarrow as pa
+# the DuckDB column types that Arrow carries exactly, by pyarrow type name (the others
+# travel as text and are cast)
+_ARROW_TYPES = {
+    "BIGINT": "int64", "INTEGER": "int32", "SMALLINT": "int16", "UBIGINT": "uint64", "UINTEGER": "uint32",
+    "VARCHAR": "string", "JSON": "string", "BOOLEAN": "bool_", "DOUBLE": "float64",
+    "TIMESTAMP WITH TIME ZONE": "timestamp_utc", "MAP(VARCHAR, VARCHAR)": "map_string",
+}
 
-    return {
-        "BIGINT": pa.int64(), "INTEGER": pa.int32(), "SMALLINT": pa.int16(), "UBIGINT": pa.uint64(),
-        "UINTEGER": pa.uint32(), "VARCHAR": pa.string(), "JSON": pa.string(), "BOOLEAN": pa.bool_(),
-        "DOUBLE": pa.float64(), "TIMESTAMP WITH TIME ZONE": pa.timestamp("us", tz="UTC"),
-        "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
-    }.get(duck_type.upper())
+
+def _arrow_type(pa, name: str):
+    if name == "timestamp_utc":
+        return pa.timestamp("us", tz="UTC")
+    if name == "map_string":
+        return pa.map_(pa.string(), pa.string())
+    return getattr(pa, name)()
+
+
+SMALL_INSERT = 64
+
+
+def _utc(v: Any) -> Any:
+    """A datetime as an aware UTC datetime (naive ones are UTC); anything else as it is."""
+    if isinstance(v, datetime):
+        return v.astimezone(timezone.utc) if v.tzinfo else v.replace(tzinfo=timezone.utc)
+    return v
 
 
 def _literal(v: str | bool) -> str:
