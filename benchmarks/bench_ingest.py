@@ -128,9 +128,12 @@ def machine() -> dict:
     import duckdb
     import polars
 
+    from auditor.sources.gatewaylog_parse import _logscan
+
     return {"nproc": sh("nproc"), "cpu": model or platform.processor(), "memory": sh("free -h | sed -n 2p"),
             "python": platform.python_version(), "duckdb": duckdb.__version__, "polars": polars.__version__,
-            "kernel": platform.release()}
+            "kernel": platform.release(),
+            "tokenizer": "compiled (auditor._logscan)" if _logscan is not None else "polars only (no C compiler?)"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     mach = machine()
     print(f"\nfile: {log} ({human(size)}, {lines:,} lines, format {a.fmt}); DuckDB file after (c): {human(db_size)}")
     print(f"machine: {mach['nproc']} CPUs ({mach['cpu']}), memory: {mach['memory']}; "
-          f"python {mach['python']}, duckdb {mach['duckdb']}, polars {mach['polars']}\n")
+          f"python {mach['python']}, duckdb {mach['duckdb']}, polars {mach['polars']}; "
+          f"tokenizer: {mach['tokenizer']}\n")
     print("| contender | wall s | CPU s | MB/s | lines/s | peak RSS | all runs, wall s |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for r in results:
