@@ -1,16 +1,17 @@
 """Parsing devshardctl gateway log lines (docs: gateway-logs.md, sections 1 and 12).
 
-Two parsers with one meaning:
+Three paths with one meaning:
 
 * :func:`parse_line` is the reference: one line in, an :class:`Event` or a :class:`Reject`
   out. It accepts every format (text stage lines, raw events, the fixed-prefix free-text
   lines, Go ``%q`` quoting with every Go escape, the Go and Docker timestamp prefixes, the
   Docker json-file wrapper, slog JSON and slog text records).
-* :func:`parse_block` parses a block of complete lines at once, vectorised with polars, for
-  the shapes that make up nearly all of a real log (text lines whose values need no
-  unescaping beyond JSON's, and slog JSON stage records), and hands every other line to
-  :func:`parse_line`. Its output for a line is the same as :func:`parse_line`'s (the
-  property tests check this).
+* :func:`parse_block` parses a block of complete lines at once. The compiled tokenizer
+  (``auditor/_logscan.c``, when pip could build it) takes the common text lines in one
+  pass; polars takes the other common shapes (text lines whose values need no unescaping
+  beyond JSON's, slog JSON stage records) when there are enough of them; every other line
+  goes to :func:`parse_line`. Its output for a line is the same whichever path took it
+  (the property tests compare all three).
 
 An event's ``fields`` is a JSON object text holding every ``key=value`` pair of the line
 except the line's identity (``request=`` before ``stage=`` and the first ``stage=``), values
@@ -699,7 +700,6 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
 def _scanned_events(out):
     """The compiled tokenizer's buffers (see auditor/_logscan.c) -> an events table
     (pyarrow, no copy)."""
-    import polars as pl
     import pyarrow as pa
 
     n = out[0]
@@ -710,7 +710,7 @@ def _scanned_events(out):
                                                            buf(out[i + 1])])
 
     valid = buf(out[4])
-    tbl = pa.table({
+    return pa.table({
         "line_no": pa.Array.from_buffers(pa.int64(), n, [None, buf(out[1])]),
         "byte_offset": pa.Array.from_buffers(pa.int64(), n, [None, buf(out[2])]),
         "ts": pa.Array.from_buffers(pa.timestamp("us", "UTC"), n, [valid, buf(out[3])]),
@@ -722,7 +722,6 @@ def _scanned_events(out):
         "request": strings(10), "escrow": strings(13), "nonce": strings(16), "host": strings(19),
         "fields": strings(22, nullable=False),
     })
-    return tbl
 
 
 def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectorised: bool):
