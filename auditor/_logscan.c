@@ -24,14 +24,18 @@
  *   3 ts           int64[n] (us, UTC)    4 ts_valid     validity bitmap of ts and src
  *   5 src          int8[n] (1 docker, 3 go)
  *   6 is_stage     bitmap (Arrow boolean data)
- *   7..9   name      Arrow string views (16 bytes each), data, validity bitmap (never null)
- *   10..12 request   views, data, validity bitmap
- *   13..15 escrow    views, data, validity   (raw text of the first escrow= pair)
- *   16..18 nonce     views, data, validity
- *   19..21 host      views, data, validity
- *   22..23 fields    views, data
- *   24 rest        bytes: the other lines, each with its '\n'
- *   25 rest_line   int64[m]              26 rest_off    int64[m]
+ *   7, 8   escrow    int64[n], validity    (the first escrow= pair, a decimal integer)
+ *   9, 10  nonce     int64[n], validity
+ *   11..13 name      Arrow string views (16 bytes each), data, validity bitmap (never null)
+ *   14..16 request   views, data, validity bitmap
+ *   17..19 host      views, data, validity (the first host= pair)
+ *   20, 21 fields    views, data
+ *   22 rest        bytes: the other lines, each with its '\n'
+ *   23 rest_line   int64[m]              24 rest_off    int64[m]
+ *
+ * An escrow= or nonce= value is taken when it is empty (null) or a decimal integer that
+ * fits in 64 bits (what DuckDB's TRY_CAST reads alike); a line with any other such value
+ * goes to `rest`, whose parsers cast it with TRY_CAST.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -70,12 +74,13 @@ static inline void put(buf_t *b, const void *src, size_t n)
 static inline void put_i64(buf_t *b, int64_t v) { put(b, &v, 8); }
 static inline void set_bit(buf_t *bm, size_t i) { ((uint8_t *)bm->p)[i >> 3] |= (uint8_t)(1u << (i & 7)); }
 
-/* The buffers, in the order of the returned tuple (after n). A string column is three
+/* The buffers, in the order of the returned tuple (after n). An integer column is values
+ * and validity; a string column is three
  * buffers: Arrow string views, the data of the values longer than 12 bytes (the shorter
  * ones are in their view), validity (fields: two, it is never null). */
 enum {
-    B_LINE, B_OFF, B_TS, B_TS_VALID, B_SRC, B_STAGE,
-    B_NAME, B_REQUEST = B_NAME + 3, B_ESCROW = B_REQUEST + 3, B_NONCE = B_ESCROW + 3, B_HOST = B_NONCE + 3,
+    B_LINE, B_OFF, B_TS, B_TS_VALID, B_SRC, B_STAGE, B_ESCROW, B_ESCROW_VALID, B_NONCE, B_NONCE_VALID,
+    B_NAME, B_REQUEST = B_NAME + 3, B_HOST = B_REQUEST + 3,
     B_FIELDS = B_HOST + 3, B_REST = B_FIELDS + 2, B_REST_LINE, B_REST_OFF, NBUF
 };
 
@@ -276,6 +281,27 @@ static size_t json_escape(const unsigned char *s, size_t n)
     }
 }
 
+/* a decimal integer that fits in int64: 1 (*v set); empty: 0; anything else: -1 */
+static int decimal(span_t s, int64_t *v)
+{
+    if (!s.p || s.n == 0)
+        return 0;
+    size_t i = s.p[0] == '-';
+    if (i == s.n)
+        return -1;
+    uint64_t acc = 0, limit = i ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < s.n; i++) {
+        if (!is_digit(s.p[i]))
+            return -1;
+        unsigned d = s.p[i] - '0';
+        if (acc > (limit - d) / 10)
+            return -1;
+        acc = acc * 10 + d;
+    }
+    *v = s.p[0] == '-' ? (int64_t)(0 - acc) : (int64_t)acc;
+    return 1;
+}
+
 static int lifted_key(span_t k)
 {
     return (k.n == 6 && memcmp(k.p, "escrow", 6) == 0) || (k.n == 5 && memcmp(k.p, "nonce", 5) == 0)
@@ -411,9 +437,20 @@ static int line(out_t *o, const unsigned char *s, size_t n, int64_t line_no, int
             freq = v;
     }
 
+    int64_t escrow = 0, nonce = 0;
+    int has_escrow = decimal(esc, &escrow), has_nonce = decimal(non, &nonce);
+    if (has_escrow < 0 || has_nonce < 0)
+        return -1;
+
     /* the row (the buffers were sized for the whole block by out_init) */
     size_t r = o->rows;
     buf_t *B = o->b;
+    put_i64(&B[B_ESCROW], escrow);
+    put_i64(&B[B_NONCE], nonce);
+    if (has_escrow)
+        set_bit(&B[B_ESCROW_VALID], r);
+    if (has_nonce)
+        set_bit(&B[B_NONCE_VALID], r);
     put_i64(&B[B_LINE], line_no);
     put_i64(&B[B_OFF], off);
     put_i64(&B[B_TS], has_d ? dts : gts);
@@ -428,8 +465,6 @@ static int line(out_t *o, const unsigned char *s, size_t n, int64_t line_no, int
         view_col_put(o, B_REQUEST, r, req.p, req.n);
     else
         view_col_put(o, B_REQUEST, r, freq.p, freq.n);
-    view_col_put(o, B_ESCROW, r, esc.p, esc.n);
-    view_col_put(o, B_NONCE, r, non.p, non.n);
     view_col_put(o, B_HOST, r, hst.p, hst.n);
 
     /* fields: {"k":"v",...}, a quoted value's text as it is; written to the data buffer,
@@ -471,6 +506,8 @@ static int out_init(out_t *o, size_t max_rows, size_t block_len)
     memset(o, 0, sizeof *o);
     size_t bitmap = max_rows / 8 + 1, i64 = 8 * max_rows, views = 16 * max_rows;
     int err = buf_new(&o->b[B_LINE], i64, 0) || buf_new(&o->b[B_OFF], i64, 0) || buf_new(&o->b[B_TS], i64, 0)
+              || buf_new(&o->b[B_ESCROW], i64, 0) || buf_new(&o->b[B_ESCROW_VALID], bitmap, 1)
+              || buf_new(&o->b[B_NONCE], i64, 0) || buf_new(&o->b[B_NONCE_VALID], bitmap, 1)
               || buf_new(&o->b[B_TS_VALID], bitmap, 1) || buf_new(&o->b[B_SRC], max_rows, 0)
               || buf_new(&o->b[B_STAGE], bitmap, 1)
               /* fields write at most 3 bytes per byte of a line's pairs, plus "{}" */

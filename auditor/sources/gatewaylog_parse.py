@@ -411,8 +411,9 @@ def _parse_line(line: str) -> Event | Reject:
 # A parsed block is one table of events sorted by line_no, typed for the store:
 #   line_no, byte_offset, ts (timestamp[us, UTC]), src (1 docker, 2 record, 3 go, null),
 #   fmt (0 text, 1 json, 2 slog_text), level, is_stage, name, request (the line's request id,
-#   else the first request= field), escrow, nonce, host (the text of the first such field,
-#   null when there is none), fields (JSON text)
+#   else the first request= field), escrow, nonce (the first such field as DuckDB's TRY_CAST
+#   to BIGINT reads it), host (the text of the first host= field), fields (JSON text);
+#   fields missing from the line are null
 EVENT_COLUMNS = ["line_no", "byte_offset", "ts", "src", "fmt", "level", "is_stage", "name", "request",
                  "escrow", "nonce", "host", "fields"]
 FMT_CODES = {"text": 0, "json": 1, "slog_text": 2}
@@ -653,8 +654,8 @@ def _empty_events():
 
     return pl.DataFrame(schema={"line_no": pl.Int64, "byte_offset": pl.Int64, "ts": pl.Datetime("us", "UTC"),
                                 "src": pl.Int8, "fmt": pl.Int8, "level": pl.String, "is_stage": pl.Boolean,
-                                "name": pl.String, "request": pl.String, "escrow": pl.String,
-                                "nonce": pl.String, "host": pl.String, "fields": pl.String})
+                                "name": pl.String, "request": pl.String, "escrow": pl.Int64,
+                                "nonce": pl.Int64, "host": pl.String, "fields": pl.String})
 
 
 def count_lines(block) -> int:
@@ -677,10 +678,10 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
     if vectorised and compiled and _logscan is not None:
         out = _logscan.scan(block, base_line, base_off)      # any bytes-like block; its rest ends in \n
         scanned = _scanned_events(out) if out[0] else None
-        block = out[24]
-        lines_at = (out[25], out[26])
+        block = out[22]
+        lines_at = (out[23], out[24])
         # the few lines it leaves go line by line: cheaper than the polars path's fixed cost
-        vectorised = len(out[25]) // 8 >= VECTOR_MIN_LINES
+        vectorised = len(out[23]) // 8 >= VECTOR_MIN_LINES
     else:
         block = bytes(block)
         if block and not block.endswith(b"\n"):
@@ -718,9 +719,12 @@ def _scanned_events(out):
         "fmt": pa.repeat(pa.scalar(FMT_CODES["text"], pa.int8()), n),
         "level": pa.nulls(n, pa.string_view()),
         "is_stage": pa.Array.from_buffers(pa.bool_(), n, [None, buf(out[6])]),
-        "name": strings(7, nullable=False),
-        "request": strings(10), "escrow": strings(13), "nonce": strings(16), "host": strings(19),
-        "fields": strings(22, nullable=False),
+        "name": strings(11, nullable=False),
+        "request": strings(14),
+        "escrow": pa.Array.from_buffers(pa.int64(), n, [buf(out[8]), buf(out[7])]),
+        "nonce": pa.Array.from_buffers(pa.int64(), n, [buf(out[10]), buf(out[9])]),
+        "host": strings(17),
+        "fields": strings(20, nullable=False),
     })
 
 
@@ -804,35 +808,57 @@ def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectoris
 
 
 def _lift_keys(ev):
-    """Add the request (when the line has none), escrow, nonce and host fields as columns:
-    the text of the first such key in ``fields``, as DuckDB's json_extract_string reads it.
-    A few text rows are read in Python: their values are all strings, which json.loads
-    reads alike."""
+    """Add the request (when the line has none), escrow, nonce and host fields as columns,
+    as DuckDB reads them: json_extract_string of the first such key in ``fields``, escrow
+    and nonce through TRY_CAST to BIGINT. A few text rows are read in Python when that
+    reads them alike: their values are all strings (json.loads reads them as DuckDB does)
+    and their escrow and nonce plain decimal integers."""
     import polars as pl
 
+    keys = None
     if ev.height <= LIFT_IN_PYTHON and not (ev["fmt"] == FMT_CODES["json"]).any():
-        cols: dict[str, list] = {k: [] for k in _LIFTED}
-        for text in ev["fields"]:
-            first: dict[str, str] = {}
-            for k, v in json.loads(text, object_pairs_hook=list):
-                if k in _LIFTED and k not in first:
-                    first[k] = v
-            for k in _LIFTED:
-                cols[k].append(first.get(k))
-        keys = pl.DataFrame(cols, schema={k: pl.String for k in _LIFTED})
-    else:
+        keys = _lift_in_python(ev["fields"])
+    if keys is None:
         con = _duck()
         con.register("_gw_fields", ev.select("fields").to_arrow())
         try:
             keys = pl.from_arrow(con.sql(
-                "SELECT j[1] AS escrow, j[2] AS nonce, j[3] AS host, j[4] AS request FROM ("
-                " SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_fields)"
-            ).to_arrow_table())
+                "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
+                " j[4] AS frequest"
+                " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j"
+                "       FROM _gw_fields)").to_arrow_table())
         finally:
             con.unregister("_gw_fields")
-    keys = keys.rename({"request": "frequest"})
     ev = pl.concat([ev, keys], how="horizontal")
     return ev.with_columns(request=pl.coalesce("request", "frequest")).select(EVENT_COLUMNS)
+
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def _lift_in_python(fields):
+    """The lifted keys of text rows, or None when an escrow or nonce is not a plain
+    decimal integer in range (DuckDB's TRY_CAST then decides)."""
+    import polars as pl
+
+    cols: dict[str, list] = {k: [] for k in _LIFTED}
+    for text in fields:
+        first: dict[str, str] = {}
+        for k, v in json.loads(text, object_pairs_hook=list):
+            if k in _LIFTED and k not in first:
+                first[k] = v
+        for k in _LIFTED:
+            v = first.get(k)
+            if k in ("escrow", "nonce") and v is not None:
+                if v == "":
+                    v = None
+                elif not _DECIMAL.fullmatch(v) or not -2**63 <= int(v) < 2**63:
+                    return None
+                else:
+                    v = int(v)
+            cols[k].append(v)
+    return pl.DataFrame(cols, schema={"escrow": pl.Int64, "nonce": pl.Int64, "host": pl.String,
+                                      "request": pl.String}).rename({"request": "frequest"})
 
 
 _LIFTED = ("escrow", "nonce", "host", "request")
