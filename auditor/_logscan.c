@@ -75,9 +75,9 @@ static inline void put_i64(buf_t *b, int64_t v) { put(b, &v, 8); }
 static inline void set_bit(buf_t *bm, size_t i) { ((uint8_t *)bm->p)[i >> 3] |= (uint8_t)(1u << (i & 7)); }
 
 /* The buffers, in the order of the returned tuple (after n). An integer column is values
- * and validity; a string column is three
- * buffers: Arrow string views, the data of the values longer than 12 bytes (the shorter
- * ones are in their view), validity (fields: two, it is never null). */
+ * and validity; a string column is three buffers: Arrow string views, the data of the
+ * values longer than 12 bytes (the shorter ones are in their view), validity (fields: two,
+ * it is never null). */
 enum {
     B_LINE, B_OFF, B_TS, B_TS_VALID, B_SRC, B_STAGE, B_ESCROW, B_ESCROW_VALID, B_NONCE, B_NONCE_VALID,
     B_NAME, B_REQUEST = B_NAME + 3, B_HOST = B_REQUEST + 3,
@@ -520,7 +520,7 @@ static int out_init(out_t *o, size_t max_rows, size_t block_len)
     return err ? -1 : 0;
 }
 
-static PyObject *scan(PyObject *self, PyObject *args)
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer view;
     long long base_line, base_off;
@@ -579,7 +579,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
     }
     return res;
 }
-static PyObject *count_lines(PyObject *self, PyObject *args)
+static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view))
@@ -604,8 +604,13 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_logscan", "Compiled tokenizer for gateway log lines.",
-                                    -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_logscan",
+    .m_doc = "Compiled tokenizer for gateway log lines.",
+    .m_size = -1,
+    .m_methods = methods,
+};
 
 PyMODINIT_FUNC PyInit__logscan(void)
 {
