@@ -73,6 +73,22 @@ def test_every_format_loads_all_81_lines(formats_db):
     assert q(formats_db, "SELECT DISTINCT typeof(fields) FROM log_events") == [("JSON",)]
 
 
+def test_without_the_compiled_tokenizer_same_rows_and_a_note(formats_db, tmp_path):
+    """AUDITOR_NO_COMPILED=1 parses with polars alone: the same rows, and the run says so."""
+    db = tmp_path / "pure.duckdb"
+    args = [a for f in [*FORMATS, "section12-7.log", "escapes.log"] for a in ("--gateway-log", str(LOGS / f))]
+    r = run_cli("collect", *args, db=db, env={"AUDITOR_NO_COMPILED": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "without the compiled tokenizer (AUDITOR_NO_COMPILED is set)" in r.stderr
+    rows = ("SELECT regexp_extract(f.path, '[^/]+$'), e.line_no, e.byte_offset, e.ts, e.ts_source, e.fmt, e.level,"
+            " e.kind, e.name, e.request, e.escrow, e.nonce, e.host, e.fields::VARCHAR"
+            " FROM log_events e JOIN log_files f USING (file_id) ORDER BY ALL")
+    pure = q(db, rows)
+    assert len(pure) > 81 * len(FORMATS) and pure == q(formats_db, rows)
+    again = collect(tmp_path / "compiled.duckdb", LOGS / "section12.log")
+    assert "compiled tokenizer" not in again.stderr
+
+
 def test_go_prefix_fields(formats_db):
     fid = file_id(formats_db, "section12.log")
     # the suppressed loser of 12.1: nonce 4812, primary, finished, not the winner

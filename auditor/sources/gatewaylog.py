@@ -133,6 +133,11 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
                               f"({str(exc).splitlines()[0]}); the file's earlier rows are kept") from exc
     if not report.loaded:
         report.loaded["log_events"] = 0
+    if ing.parsed_bytes:
+        from .gatewaylog_parse import compiled_note
+
+        if note := compiled_note():
+            report.notes.append(note)
     return report
 
 
@@ -206,6 +211,7 @@ class _Ingest:
     def __init__(self, store: Store, report: CollectReport, progress: Progress, block_size: int,
                  vectorised: bool = True) -> None:
         self.vectorised = vectorised
+        self.parsed_bytes = 0         # bytes handed to the parsers in this run
         self.store = store
         self.report = report
         self.progress = progress
@@ -607,6 +613,7 @@ class _Writer:
         self.end_off, self.end_lines = rec.byte_offset, rec.lines   # after the last line received
 
     def add(self, res, nbytes: int) -> None:
+        self.ing.parsed_bytes += nbytes
         if res.parsed:
             self.tables.append(res.events)
             self.rows += res.parsed

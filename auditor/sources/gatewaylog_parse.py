@@ -28,6 +28,7 @@ carries them typed (``ts``: Docker, else record, else Go; ``src`` says which).
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -424,10 +425,23 @@ G_FMT = "%Y/%m/%d %H:%M:%S%.f"
 VECTOR_MIN_LINES = 100     # the lines the compiled tokenizer leaves go to polars when there are this many
 LIFT_IN_PYTHON = 500       # text rows up to this many have their keys lifted in Python, not DuckDB
 
-try:    # the compiled tokenizer of the common text lines (auditor/_logscan.c)
+# the compiled tokenizer of the common text lines (auditor/_logscan.c); without it (installed
+# without a C compiler, or AUDITOR_NO_COMPILED=1 to compare) polars does all the work, slower
+COMPILED_OFF = bool(os.environ.get("AUDITOR_NO_COMPILED"))
+try:
     from .. import _logscan
-except ImportError:     # installed without a C compiler: polars does all the work, more slowly
+except ImportError:
     _logscan = None
+if COMPILED_OFF:
+    _logscan = None
+
+
+def compiled_note() -> str | None:
+    """What the run report says when the compiled tokenizer is not in use."""
+    if _logscan is not None:
+        return None
+    why = "AUDITOR_NO_COMPILED is set" if COMPILED_OFF else "auditor._logscan was not built (no C compiler at install?)"
+    return f"parsed without the compiled tokenizer ({why}): several times slower, same rows"
 
 
 @dataclass
