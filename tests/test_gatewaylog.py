@@ -231,6 +231,21 @@ def test_views(s12_db):
     assert lim == [("limiter", "max_concurrent_requests", 38, 38, None), ("zero_capacity", "zero_capacity", None, None, 2)]
 
 
+def test_requests_and_attempts_agree_on_suppressed_losers(tmp_path):
+    """One rule (log_attempts.suppressed_loser) for both views, odd values included."""
+    log = tmp_path / "gw.log"
+    log.write_text("".join(
+        f"2026/09/30 11:02:47 request=req-1-1 stage=race_completed escrow=7 nonce={n} host=abcd1234 winner={w} "
+        f"finished={f} probe={p}\n"
+        for n, w, f, p in [(1, "true", "true", "false"), (2, "false", "true", "false"), (3, "false", "true", '""'),
+                           (4, "false", "true", "true"), (5, "false", "false", "false"), (6, "False", "true", "0")]))
+    db = tmp_path / "a.duckdb"
+    assert collect(db, log).returncode == 0
+    losers = q(db, "SELECT nonce FROM log_attempts WHERE suppressed_loser ORDER BY nonce")
+    assert losers == [(2,), (3,), (6,)]
+    assert q(db, "SELECT attempts, suppressed_losers FROM log_requests") == [(6, 3)]
+
+
 def test_host_labels_against_chain(s12_db):
     db = s12_db      # runs after test_views: the chain rows added here change no other view
     con = duckdb.connect(str(db))
