@@ -261,8 +261,9 @@ typedef struct {
     size_t n;
 } span_t;
 
-/* the length of the escape at s (s[0] == '\\') when it is one of _JSON_ESC: \\" \\\\ \\b \\f
- * \\n \\r \\t or \\uXXXX outside the surrogates; else 0 */
+/* the length of the escape at s (s[0] is a backslash) when it is one of _JSON_ESC: a
+ * backslash before a quote, a backslash, b, f, n, r or t, or before u and four hex digits
+ * that do not name a surrogate; else 0 */
 static size_t json_escape(const unsigned char *s, size_t n)
 {
     if (n < 2)

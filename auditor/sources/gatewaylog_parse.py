@@ -601,16 +601,11 @@ def _vector_json(sub):
         g=pl.when(has_d).then(pfx.str.slice(sp + 1)).otherwise(pfx),
         body=ln.str.slice(pfx.str.len_chars()),
     )
-    con = _duck()
-    con.register("_gw_json", df.select("body").to_arrow())
-    try:
-        head = pl.from_arrow(con.sql(
-            "SELECT ok, j[1] AS rts, j[2] AS level, j[3] AS request, j[4] AS name FROM ("
-            " SELECT coalesce(json_valid(body), false) AS ok,"
-            "        CASE WHEN json_valid(body) THEN json_extract_string(body, ['time', 'level', 'request', 'stage'])"
-            "        END AS j FROM _gw_json)").to_arrow_table())
-    finally:
-        con.unregister("_gw_json")
+    head = _duck_frame(
+        "SELECT ok, j[1] AS rts, j[2] AS level, j[3] AS request, j[4] AS name FROM ("
+        " SELECT coalesce(json_valid(body), false) AS ok,"
+        "        CASE WHEN json_valid(body) THEN json_extract_string(body, ['time', 'level', 'request', 'stage'])"
+        "        END AS j FROM _gw_block)", df.select("body"))
     df = pl.concat([df, head], how="horizontal")
     g = pl.col("g")
     # the request id of the head only (a later "request" key stays a field, as in parse_line)
@@ -628,14 +623,21 @@ def _vector_json(sub):
 _local = threading.local()
 
 
-def _duck():
-    """An in-memory DuckDB connection of this thread (JSON checks of a block)."""
+def _duck_frame(sql: str, frame):
+    """Run ``sql`` over the polars ``frame`` (as ``_gw_block``) in this thread's in-memory
+    DuckDB (JSON reads of a block) and return the result as a polars frame."""
+    import polars as pl
+
     con = getattr(_local, "con", None)
     if con is None:
         import duckdb
 
         con = _local.con = duckdb.connect()
-    return con
+    con.register("_gw_block", frame.to_arrow())
+    try:
+        return pl.from_arrow(con.sql(sql).to_arrow_table())
+    finally:
+        con.unregister("_gw_block")
 
 
 def _unwrap_docker_json(df):
@@ -833,16 +835,11 @@ def _lift_keys(ev):
     if ev.height <= LIFT_IN_PYTHON and not (ev["fmt"] == FMT_CODES["json"]).any():
         keys = _lift_in_python(ev["fields"])
     if keys is None:
-        con = _duck()
-        con.register("_gw_fields", ev.select("fields").to_arrow())
-        try:
-            keys = pl.from_arrow(con.sql(
-                "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
-                " j[4] AS frequest"
-                " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j"
-                "       FROM _gw_fields)").to_arrow_table())
-        finally:
-            con.unregister("_gw_fields")
+        keys = _duck_frame(
+            "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
+            " j[4] AS frequest"
+            " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)",
+            ev.select("fields"))
     ev = pl.concat([ev, keys], how="horizontal")
     return ev.with_columns(request=pl.coalesce("request", "frequest")).select(EVENT_COLUMNS)
 
