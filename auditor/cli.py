@@ -90,7 +90,7 @@ def _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeo
 def _collect(store, sources, epochs, refresh=False) -> int:
     """Collect and print each source's run report; 3 if anything is missing."""
     from .collect import collect, resolved
-    from .report.text import print_collect_reports
+    from .report.collect_report import print_collect_reports
 
     with resolved(sources) as s:
         reports = collect(store, s, epochs, _progress(), refresh=refresh)
@@ -219,35 +219,6 @@ def serve(
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
-
-
-@app.command("synth-logs")
-def synth_logs(
-    out: Annotated[Path, typer.Argument(metavar="OUT", help="File to write; .gz is compressed.")],
-    size: Annotated[str, typer.Option("--size", help="Target size (e.g. 200MB, 1GB, 64MiB).")] = "100MB",
-    seed: Annotated[int, typer.Option("--seed", help="Same seed, same bytes.")] = 0,
-    fmt: Annotated[str, typer.Option("--format", "-f",
-        help="text | bare | docker | json | dockerjson (the gateway's formats and prefixes).")] = "text",
-    summary: Annotated[Optional[Path], typer.Option("--summary", metavar="FILE",
-        help="Write the ground truth (requests, races, ghosts, rotations...) as JSON here.")] = None,
-) -> None:
-    """Write a realistic synthetic gateway log (for tests, demos and benchmarks)."""
-    import json
-
-    from . import synth
-    from .errors import UsageError
-
-    if fmt not in synth.FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(synth.FORMATS)}")
-    try:
-        target = synth.parse_size(size)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    sm = synth.write_logs(out, target, seed=seed, fmt=fmt)
-    if summary:
-        summary.write_text(json.dumps(sm.to_dict(), indent=1, default=str) + "\n", encoding="utf-8")
-    print(f"wrote {out}: {sm.bytes:,} bytes, {sm.lines:,} lines, {sm.requests:,} requests "
-          f"({sm.mb_per_s:.0f} MB/s)", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

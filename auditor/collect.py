@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import UsageError
-from .model import CollectReport
+from .result import CollectReport
 from .progress import Progress
 from .store import Store
 

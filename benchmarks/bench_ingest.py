@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_ingest.py --size 1GB [--format text] [--seed 1]
 
 Generates (or reuses) a synthetic gateway log under benchmarks/data/ (gitignored) with
-``auditor.synth.write_logs``, reads it once into the page cache, then runs each contender
+``tools.synth.write_logs``, reads it once into the page cache, then runs each contender
 in its own process and measures wall time, CPU time and peak RSS of that process
 (``os.wait4``):
 
@@ -64,7 +64,7 @@ def make_log(size: int, fmt: str, seed: int) -> Path:
         return path
     print(f"generating {path} ({human(size)}, format {fmt}, seed {seed}) ...", file=sys.stderr)
     tmp = path.with_suffix(".tmp")
-    from auditor.synth import write_logs
+    from tools.synth import write_logs
 
     sm = write_logs(tmp, size, seed=seed, fmt=fmt)
     tmp.rename(path)

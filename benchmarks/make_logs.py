@@ -15,8 +15,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from auditor import synth
-from auditor.synth import FORMATS, Scenario, write_logs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tools/
+from tools import synth
+from tools.synth import FORMATS, Scenario, write_logs
 
 def parse_size(text: str) -> int:
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.sources.replay import write_recording  # noqa: F401  (tests import it from here)
+from tools.recording import write_recording  # noqa: F401  (tests import it from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

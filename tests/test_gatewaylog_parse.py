@@ -16,7 +16,7 @@ from auditor.sources import gatewaylog
 from auditor.sources import gatewaylog_parse
 from auditor.sources.gatewaylog_parse import Event, Reject, go_unquote, parse_block, parse_line
 from auditor.store import Store
-from auditor.synth import FORMATS, generate_lines, go_quote, sanitize_value
+from tools.synth import FORMATS, generate_lines, go_quote, sanitize_value
 from conftest import FIXTURES
 
 SECTION12 = (FIXTURES / "gateway-logs" / "section12.log").read_bytes().splitlines()

@@ -1,4 +1,4 @@
-"""The typed log views against the synthetic generator's ground truth (auditor.synth):
+"""The typed log views against the synthetic generator's ground truth (tools.synth):
 the same compact scenario written as Go-prefixed text and as slog JSON, read through the
 CLI, must give exactly the counts the generator says it wrote."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from auditor.synth import write_excerpt
+from tools.synth import write_excerpt
 from conftest import run_cli
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.synth import (FORMATS, Scenario, generate_lines, go_quote, sanitize_value, write_excerpt,
+from tools.synth import (FORMATS, Scenario, generate_lines, go_quote, sanitize_value, write_excerpt,
                            write_logs)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def test_byte_identical_across_processes(tmp_path):
     here = tmp_path / "a.log"
     write_excerpt(here, "json", seed=3)
     there = tmp_path / "b.log"
-    code = f"from auditor.synth import write_excerpt; write_excerpt({str(there)!r}, 'json', seed=3)"
+    code = f"from tools.synth import write_excerpt; write_excerpt({str(there)!r}, 'json', seed=3)"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT, timeout=60)
     assert here.read_bytes() == there.read_bytes()

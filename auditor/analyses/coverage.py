@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Section, Table, utc_text
+from ..result import Section, Table, utc_text
 from ..store import Store
 
 

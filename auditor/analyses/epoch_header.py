@@ -3,7 +3,7 @@ confirmation PoC events and their windows, and the preserved nodes of each episo
 
 from __future__ import annotations
 
-from ..model import Section, Table
+from ..result import Section, Table
 from ..store import Store
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import SourceError
-from ..model import Result, Section
+from ..result import Result, Section
 from ..store import Store
 from . import coverage, epoch_header, misstest
 

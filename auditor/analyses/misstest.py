@@ -47,7 +47,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import SourceError
-from ..model import Result, Section, Table
+from ..result import Result, Section, Table
 
 # -- constants of the chain (chain-api.md section 10) ---------------------------------------
 SUPPORTED_PERMILLE = (50, 100, 200, 300, 400, 500)

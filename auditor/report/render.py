@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import UsageError
-from ..model import Result, Table, utc_text
+from ..result import Result, Table, utc_text
 
 
 def _json_default(v: Any) -> Any:

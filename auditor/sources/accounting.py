@@ -37,7 +37,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
                       WrapValidator)
 
 from ..errors import SourceError
-from ..model import CollectReport
+from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response

@@ -23,7 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ..errors import NotFoundError, SourceError
 from ..heights import EpochParams, cpoc_windows, epoch_boundaries
-from ..model import CollectReport
+from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response

@@ -47,7 +47,7 @@ from typing import Any, BinaryIO, Callable
 import duckdb
 
 from ..errors import SourceError
-from ..model import CollectReport
+from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 

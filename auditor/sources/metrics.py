@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..errors import SourceError
-from ..model import CollectReport
+from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row
 from .http import JsonClient

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..model import CollectReport
+from ..result import CollectReport
 
 
 def print_collect_reports(reports: list[CollectReport]) -> None:
