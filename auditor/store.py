@@ -1,12 +1,15 @@
 """The DuckDB store: one file, a versioned schema, transactions and named queries.
 
 Migrations are the files ``queries/schema/NNN_name.sql``, applied once each in
-order and recorded in ``schema_migrations``. Analyses run the SQL files under
+order and recorded in ``schema_migrations``; they hold tables only. The views the
+analyses read are ``queries/views/<name>.sql``, one each, re-created when a store
+opened for writing finds them changed. Analyses run the SQL files under
 ``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -82,6 +85,7 @@ class Store:
         self._types: dict[str, dict[str, str]] = {}
         if not read_only:
             self.migrate()
+            self.create_views()
 
     # -- schema -------------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -103,6 +107,36 @@ class Store:
                 )
             applied.append(f.stem)
         return applied
+
+    def create_views(self) -> None:
+        """Define every view of ``queries/views/`` (when their text changed since the last
+        time) and drop views that are no longer defined there. A view may read another: the
+        files are tried in name order and those whose dependencies do not exist yet again."""
+        files = {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "views").glob("*.sql"))}
+        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
+        if self.one("SELECT digest FROM schema_views") == (digest,):
+            return
+        with self.transaction():
+            pending = dict(files)
+            while pending:
+                failed: dict[str, str] = {}
+                errors = []
+                for name, sql in pending.items():
+                    try:
+                        self.con.execute(sql)
+                    except duckdb.CatalogException as exc:   # reads a view not defined yet
+                        failed[name] = sql
+                        errors.append(f"{name}: {str(exc).splitlines()[0]}")
+                if len(failed) == len(pending):
+                    raise StoreError("cannot define the views: " + "; ".join(errors))
+                pending = failed
+            for (name,) in self.con.execute(
+                    "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'").fetchall():
+                if name not in files:
+                    self.con.execute(f'DROP VIEW "{name}"')
+            self.con.execute("DELETE FROM schema_views")
+            self.con.execute("INSERT INTO schema_views VALUES (?)", [digest])
 
     @contextmanager
     def registered(self, name: str, table: Any) -> Iterator[None]:

@@ -1,7 +1,7 @@
 -- 007: log_events.fields is compressed with zstd, chosen instead of left to DuckDB's
 -- per-column analysis. Measured on 200 MB of synthetic log (benchmarks/README.md): the
 -- insert takes ~35% less CPU and the table half the disk space. The table is rebuilt with
--- the same columns and rows; the views of 003/006 read it by name and are unchanged.
+-- the same columns and rows; the views (queries/views/) read it by name and are unchanged.
 
 CREATE TABLE log_events_007 (
     file_id     INTEGER NOT NULL,

@@ -1,0 +1,34 @@
+-- The escrow lifecycle (section 6): request-triggered exhaustion, deactivation, replacement
+-- and rotation mints, periodic balance/nonce checks, holds, retirement and settlement, and the
+-- runner_prepare_failed stage that starts the exhaustion chain.
+CREATE OR REPLACE VIEW log_escrow_events AS
+SELECT
+    file_id, line_no, ts, kind,
+    name AS event,
+    coalesce(escrow, TRY_CAST(fields->>'old_escrow' AS BIGINT)) AS escrow,
+    TRY_CAST(fields->>'new_escrow' AS BIGINT) AS new_escrow,
+    request,
+    fields->>'reason' AS reason,
+    fields->>'model' AS model,
+    fields->>'role' AS role,
+    TRY_CAST(fields->>'epoch' AS BIGINT) AS epoch,
+    fields->>'tx_hash' AS tx_hash,
+    TRY_CAST(fields->>'balance' AS HUGEINT) AS balance,
+    TRY_CAST(fields->>'threshold' AS HUGEINT) AS threshold,
+    CASE WHEN name = 'escrow_nonce_high' THEN nonce END AS nonce,
+    TRY_CAST(fields->>'limit' AS BIGINT) AS nonce_limit,
+    TRY_CAST(fields->>'deactivated_in_store' AS BOOLEAN) AS deactivated_in_store,
+    TRY_CAST(fields->>'settlement_due' AS BOOLEAN) AS settlement_due,
+    TRY_CAST(fields->>'release_balance' AS HUGEINT) AS release_balance,
+    TRY_CAST(fields->>'recoverable_in_flight' AS HUGEINT) AS recoverable_in_flight,
+    fields->>'on_hold_since' AS on_hold_since,
+    fields->>'error' AS error,
+    (name = 'runner_prepare_failed' AND fields->>'error' LIKE '%insufficient escrow balance%') AS insufficient_balance,
+    fields
+FROM log_events
+WHERE (kind = 'event' AND (
+          name LIKE 'escrow\_%' ESCAPE '\' OR name LIKE 'settlement\_%' ESCAPE '\'
+          OR name LIKE 'auto\_settle\_%' ESCAPE '\' OR name LIKE 'runtime\_retire%' ESCAPE '\'
+          OR name LIKE 'devshard\_settle\_%' ESCAPE '\'
+          OR name IN ('gateway_replacing_exhausted_escrow', 'devshard_deactivated')))
+   OR (kind = 'stage' AND name = 'runner_prepare_failed');

@@ -1,0 +1,18 @@
+-- Requests the gateway turned away: limiter rejections (stage gateway_limiter_rejected),
+-- all-escrows-at-zero-capacity 429s, and per-participant limiter rejections.
+CREATE OR REPLACE VIEW log_limiter_rejections AS
+SELECT
+    file_id, line_no, ts, request,
+    CASE WHEN name = 'gateway_limiter_rejected' THEN 'limiter'
+         WHEN name = 'gateway_zero_capacity' THEN 'zero_capacity'
+         ELSE 'participant_limit' END AS source,
+    CASE WHEN name = 'gateway_zero_capacity' THEN 'zero_capacity' ELSE fields->>'reason' END AS reason,
+    fields->>'model' AS model,
+    TRY_CAST(fields->>'input_tokens' AS BIGINT) AS input_tokens,
+    TRY_CAST(fields->>'in_flight' AS BIGINT) AS in_flight,
+    TRY_CAST(fields->>'limit' AS BIGINT) AS "limit",
+    TRY_CAST(fields->>'candidates' AS INTEGER) AS candidate_escrows,
+    fields->>'weights' AS escrow_weights,
+    fields->>'participant_key' AS participant
+FROM log_events
+WHERE name IN ('gateway_limiter_rejected', 'gateway_zero_capacity', 'participant_limit_rejected');
