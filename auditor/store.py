@@ -73,8 +73,11 @@ class Store:
         except duckdb.IOException as exc:  # another process holds the write lock
             msg = str(exc)
             if "lock" in msg.lower():
+                # the holder may be any DuckDB client; name it as DuckDB does ("held in PROG (PID N)")
+                holder = re.search(r"held in (.+?) \(PID (\d+)\)", msg)
+                who = f" ({Path(holder[1]).name}, PID {holder[2]})" if holder else ""
                 raise StoreError(
-                    f"the database {self.path} is locked by another auditor process; "
+                    f"the database {self.path} is locked by another process{who}; "
                     "wait for it to finish or use another --db"
                 ) from exc
             raise StoreError(f"cannot open the database {self.path}: {msg.splitlines()[0]}") from exc

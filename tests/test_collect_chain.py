@@ -144,13 +144,17 @@ def test_record_then_replay_gives_the_same_store(tmp_path, record_server):
 
 
 def test_locked_database_is_a_clear_message(db, record_server):
+    import os
+
     server = record_server(REC)
-    con = duckdb.connect(str(db))  # this process holds the write lock
+    con = duckdb.connect(str(db))  # this process, a plain DuckDB client, holds the write lock
     try:
         r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
     finally:
         con.close()
     assert r.returncode == 3 and "locked" in r.stderr and "Traceback" not in r.stderr
+    # the holder is named as it is, not presumed to be an auditor
+    assert "auditor process" not in r.stderr and f"PID {os.getpid()}" in r.stderr
 
 
 def test_usage_errors_exit_2(db):
