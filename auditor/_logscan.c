@@ -1,15 +1,14 @@
 /* auditor._logscan: the compiled tokenizer for gateway text log lines.
  *
- * scan(block, base_line, base_off) cuts a block of complete lines ('\n'-terminated) and
- * tokenizes every line of the common shapes in one pass: the lines that
- * gatewaylog_parse.FAST_RE or MED_RE match (an optional Docker RFC3339 prefix, an optional
- * Go `log` prefix, `request=<id> stage=<id>` or a raw event name, then ` key=value` pairs
+ * scan(block, base_line, base_off, ...) cuts a block of complete lines ('\n'-terminated) and
+ * tokenizes every line of the common shapes in one pass (an optional Docker RFC3339
+ * prefix, an optional Go `log` prefix, `request=<id> stage=<id>` or a raw event name, then ` key=value` pairs
  * whose values are bare, or quoted using only the escapes that mean the same in Go and
  * JSON), restricted further to ASCII lines with timestamps that need no special care (a
  * valid calendar date after 1970, no leap second) and no escape in a value that becomes a
  * column (escrow, nonce, host, request). For them it writes the columns of
- * gatewaylog_parse's event table as Arrow buffers (see the tuple below), with the same
- * values as the polars path: `fields` is the JSON object of the pairs (a quoted value's
+ * gatewaylog_parse's event table as Arrow buffers (see the dict below), with the same
+ * values as the reference parser (gatewaylog_parse.parse_line): `fields` is the JSON object of the pairs (a quoted value's
  * text is copied as it is: its escapes are JSON's), timestamps are microseconds since the
  * epoch in UTC (fractions truncated), the Docker prefix wins over the Go prefix. Every
  * other line (empty, JSON, slog text, other escapes, free text, non-ASCII, odd dates) is
@@ -18,20 +17,22 @@
  *
  * The GIL is released while a block is scanned, so parse workers run in parallel.
  *
- * Returns a tuple:
- *   0 n            number of lines tokenized
- *   1 line_no      int64[n]              2 byte_offset  int64[n]
- *   3 ts           int64[n] (us, UTC)    4 ts_valid     validity bitmap of ts and src
- *   5 src          int8[n] (1 docker, 3 go)
- *   6 is_stage     bitmap (Arrow boolean data)
- *   7, 8   escrow    int64[n], validity    (the first escrow= pair, a decimal integer)
- *   9, 10  nonce     int64[n], validity
- *   11..13 name      Arrow string views (16 bytes each), data, validity bitmap (never null)
- *   14..16 request   views, data, validity bitmap
- *   17..19 host      views, data, validity (the first host= pair)
- *   20, 21 fields    views, data
- *   22 rest        bytes: the other lines, each with its '\n'
- *   23 rest_line   int64[m]              24 rest_off    int64[m]
+ * scan(block, base_line, base_off, src_docker, src_go) returns a dict of named buffers
+ * (src_docker, src_go: the codes gatewaylog_parse.TS_SOURCES gives those timestamp sources):
+ *   rows           number of lines tokenized (n)
+ *   line_no        int64[n]              byte_offset  int64[n]
+ *   ts             int64[n] (us, UTC)    ts_valid     validity bitmap of ts and src
+ *   src            int8[n] (src_docker or src_go)
+ *   is_stage       bitmap (Arrow boolean data)
+ *   escrow, escrow_valid   int64[n], validity    (the first escrow= pair, a decimal integer)
+ *   nonce, nonce_valid     int64[n], validity
+ *   name_views, name_data, name_valid          Arrow string views (16 bytes each), the data
+ *                                              of the values longer than 12 bytes, validity
+ *   request_views, request_data, request_valid
+ *   host_views, host_data, host_valid          (the first host= pair)
+ *   fields_views, fields_data                  (never null)
+ *   rest           bytes: the other lines, each with its '\n'
+ *   rest_line_no   int64[m]              rest_byte_offset  int64[m]
  *
  * An escrow= or nonce= value is taken when it is empty (null) or a decimal integer that
  * fits in 64 bits (what DuckDB's TRY_CAST reads alike); a line with any other such value
@@ -74,7 +75,7 @@ static inline void put(buf_t *b, const void *src, size_t n)
 static inline void put_i64(buf_t *b, int64_t v) { put(b, &v, 8); }
 static inline void set_bit(buf_t *bm, size_t i) { ((uint8_t *)bm->p)[i >> 3] |= (uint8_t)(1u << (i & 7)); }
 
-/* The buffers, in the order of the returned tuple (after n). An integer column is values
+/* The buffers, named in the returned dict by buf_names. An integer column is values
  * and validity; a string column is three buffers: Arrow string views, the data of the
  * values longer than 12 bytes (the shorter ones are in their view), validity (fields: two,
  * it is never null). */
@@ -84,8 +85,16 @@ enum {
     B_FIELDS = B_HOST + 3, B_REST = B_FIELDS + 2, B_REST_LINE, B_REST_OFF, NBUF
 };
 
+static const char *const buf_names[NBUF] = {
+    "line_no", "byte_offset", "ts", "ts_valid", "src", "is_stage", "escrow", "escrow_valid", "nonce", "nonce_valid",
+    "name_views", "name_data", "name_valid", "request_views", "request_data", "request_valid",
+    "host_views", "host_data", "host_valid", "fields_views", "fields_data",
+    "rest", "rest_line_no", "rest_byte_offset",
+};
+
 typedef struct {
     size_t rows;
+    int8_t src_docker, src_go;
     buf_t b[NBUF];
 } out_t;
 
@@ -455,7 +464,7 @@ static int line(out_t *o, const unsigned char *s, size_t n, int64_t line_no, int
     put_i64(&B[B_LINE], line_no);
     put_i64(&B[B_OFF], off);
     put_i64(&B[B_TS], has_d ? dts : gts);
-    int8_t src = has_d ? 1 : has_g ? 3 : 0;
+    int8_t src = has_d ? o->src_docker : has_g ? o->src_go : 0;
     put(&B[B_SRC], &src, 1);
     if (has_d || has_g)
         set_bit(&B[B_TS_VALID], r);
@@ -513,7 +522,8 @@ static int out_init(out_t *o, size_t max_rows, size_t block_len)
               || buf_new(&o->b[B_STAGE], bitmap, 1)
               /* fields write at most 3 bytes per byte of a line's pairs, plus "{}" */
               || buf_new(&o->b[B_FIELDS], views, 0) || buf_new(&o->b[B_FIELDS + 1], 3 * block_len + 2 * max_rows, 0)
-              || buf_new(&o->b[B_REST], block_len, 0) || buf_new(&o->b[B_REST_LINE], i64, 0)
+              /* a last line without its newline gets one: one byte more than the block */
+              || buf_new(&o->b[B_REST], block_len + 1, 0) || buf_new(&o->b[B_REST_LINE], i64, 0)
               || buf_new(&o->b[B_REST_OFF], i64, 0);
     /* a string column's values are parts of distinct lines: at most the block's size */
     for (int c = B_NAME; !err && c < B_FIELDS; c += 3)
@@ -525,7 +535,8 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer view;
     long long base_line, base_off;
-    if (!PyArg_ParseTuple(args, "y*LL", &view, &base_line, &base_off))
+    int src_docker, src_go;
+    if (!PyArg_ParseTuple(args, "y*LLii", &view, &base_line, &base_off, &src_docker, &src_go))
         return NULL;
     const unsigned char *s = view.buf;
     size_t n = (size_t)view.len, lines = 0;
@@ -537,6 +548,8 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args)
         PyBuffer_Release(&view);
         return NULL;
     }
+    o.src_docker = (int8_t)src_docker;
+    o.src_go = (int8_t)src_go;
 
     Py_BEGIN_ALLOW_THREADS
     buf_t *B = o.b;
@@ -557,25 +570,21 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args)
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
 
-    PyObject *res = PyTuple_New(NBUF + 1);
-    if (!res) {
-        out_free(&o);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(res, 0, PyLong_FromSize_t(o.rows));
-    for (int i = 0; i < NBUF; i++) {
-        /* cut each buffer to its length; the tuple takes the reference */
+    PyObject *res = PyDict_New(), *rows = res ? PyLong_FromSize_t(o.rows) : NULL;
+    int err = !rows || PyDict_SetItemString(res, "rows", rows) < 0;
+    Py_XDECREF(rows);
+    for (int i = 0; !err && i < NBUF; i++) {
+        /* cut each buffer to its length (realloc: no copy); the dict takes a reference */
         if (_PyBytes_Resize(&o.b[i].obj, (Py_ssize_t)o.b[i].len) < 0) {
             o.b[i].obj = NULL;
-            out_free(&o);
-            Py_DECREF(res);
-            return NULL;
+            err = 1;
+        } else {
+            err = PyDict_SetItemString(res, buf_names[i], o.b[i].obj) < 0;
         }
-        PyTuple_SET_ITEM(res, i + 1, o.b[i].obj);
-        o.b[i].obj = NULL;
     }
-    if (!PyTuple_GET_ITEM(res, 0)) {
-        Py_DECREF(res);
+    out_free(&o);
+    if (err) {
+        Py_XDECREF(res);
         return NULL;
     }
     return res;
@@ -600,8 +609,8 @@ static PyObject *count_lines(PyObject *Py_UNUSED(self), PyObject *args)
 static PyMethodDef methods[] = {
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buffer) -> the number of '\\n' bytes in it."},
     {"scan", scan, METH_VARARGS,
-     "scan(block, base_line, base_off) -> tuple: tokenize the common text lines of a block "
-     "(see the module source for the tuple)."},
+     "scan(block, base_line, base_off, src_docker, src_go) -> dict: tokenize the common text lines "
+     "of a block (see the module source for the buffers)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -183,9 +183,9 @@ def test_compiled_tokenizer_timestamps_match_reference(stamps):
 def test_compiled_tokenizer_takes_the_common_lines():
     """The synthetic text log is nearly all tokenized in C (and what it leaves is parsed)."""
     lines, _ = generate_lines(500_000, seed=11, fmt="text")
-    out = gatewaylog_parse._logscan.scan(("\n".join(lines) + "\n").encode(), 1, 0)
-    assert out[0] >= 0.95 * len(lines)
-    assert out[0] + len(out[23]) // 8 == len(lines)
+    out = gatewaylog_parse._scan(("\n".join(lines) + "\n").encode(), 1, 0)
+    assert out["rows"] >= 0.95 * len(lines)
+    assert out["rows"] + len(out["rest_line_no"]) // 8 == len(lines)
 
 
 # -- well-formed lines round-trip ----------------------------------------------------------------
@@ -255,6 +255,57 @@ def test_synthetic_formats_vectorised_equals_reference(fmt):
     check_block(data)
     res = parse_block(data)
     assert res.parsed >= len(lines) - 10
+
+
+JSON_HEAD = b'{"time":"2026-09-30T11:02:47Z","level":"INFO","msg":"m","stage":"s",'
+
+
+@pytest.mark.parametrize("value", [b"1,", b"[1,]", b"NaN", b"-Infinity", b"inf", b"1e999", b"{\"b\":2,}"])
+def test_json_only_duckdb_accepts_is_rejected_on_every_path(value):
+    """DuckDB's JSON reader takes a trailing comma, NaN and infinities; Python's does not.
+    Enough such records to take the vectorised path: every path rejects them alike."""
+    good = JSON_HEAD + b'"a":1}'
+    data = b"\n".join([JSON_HEAD + b'"a":' + value + b"}", good] * 100) + b"\n"
+    check_block(data)
+    res = parse_block(data)
+    assert res.rejects == {"bad_json": list(range(1, 201, 2))} and res.parsed == 100
+
+
+@pytest.mark.parametrize("n", [1, 150])
+def test_impossible_times_are_rejected_with_a_reason(n):
+    lines = [b"2026/02/30 25:61:61 stage=x a=1", b"2026-02-30T11:02:47Z stage=x a=1",
+             b"2026/02/30 11:02:47 " + JSON_HEAD + b'"a":1}', b"2026/09/30 11:02:47 stage=x a=1"]
+    data = b"\n".join(lines * n) + b"\n"
+    check_block(data)
+    res = parse_block(data)
+    assert res.rejected == {"bad_timestamp": 3 * n} and res.parsed == n
+    assert res.samples["bad_timestamp"][0] == (1, 0, lines[0].decode())
+
+
+def test_a_line_that_breaks_the_parser_costs_that_line_only(monkeypatch):
+    """An unforeseen exception while parsing a block: the block is parsed again in halves
+    and only the line that fails is rejected (parse_error)."""
+    real = gatewaylog_parse.parse_line
+
+    def fragile(text):
+        if "boom" in text:
+            raise RuntimeError("a parser bug")
+        return real(text)
+
+    monkeypatch.setattr(gatewaylog_parse, "parse_line", fragile)
+    lines = [line for line in SECTION12 if line.strip()]
+    data = b"\n".join(lines[:40] + [b"stage=boom a=1 free words"] + lines[40:]) + b"\n"
+    for kw in ({}, {"vectorised": False}):
+        res = parse_block(data, 10, 100, **kw)
+        assert res.rejected == {"parse_error": 1} and res.rejects["parse_error"] == [50]
+        assert res.parsed == len(lines) and res.lines == len(lines) + 1
+        assert res.events.column("line_no").to_pylist() == [n for n in range(10, 11 + len(lines)) if n != 50]
+
+
+def test_docker_time_with_a_lone_surrogate_is_rejected():
+    line = b'{"log":"2026/09/30 11:02:47 stage=x a=1\\n","stream":"stderr","time":"2026-09-30T11:21\\ud800:48Z"}'
+    check_block(line + b"\n")
+    assert parse_block(line + b"\n").rejected == {"bad_json": 1}
 
 
 # -- through the library: block boundaries and over-long lines --------------------------------------

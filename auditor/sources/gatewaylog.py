@@ -61,11 +61,19 @@ MAX_LINE = 64 << 20          # a "line" longer than this is rejected (line_too_l
 STDIN = "-"
 _GLOB_CHARS = set("*?[")
 
-INSERT_EVENTS = """
+
+
+def _insert_events() -> str:
+    """log_events rows of a parsed block (``_gw_block``): its codes (gatewaylog_parse's
+    TS_SOURCE_CODES and FMT_CODES) as the table's ENUM values."""
+    from .gatewaylog_parse import FMT_CODES, TS_SOURCE_CODES
+
+    def case(col: str, codes: dict[str, int]) -> str:
+        return f"CASE {col} " + " ".join(f"WHEN {c} THEN '{name}'" for name, c in codes.items()) + " END"
+
+    return f"""
 INSERT INTO log_events
-SELECT ? AS file_id, line_no, byte_offset, ts,
-       CASE src WHEN 1 THEN 'docker' WHEN 2 THEN 'record' WHEN 3 THEN 'go' END,
-       CASE fmt WHEN 0 THEN 'text' WHEN 1 THEN 'json' ELSE 'slog_text' END,
+SELECT ? AS file_id, line_no, byte_offset, ts, {case('src', TS_SOURCE_CODES)}, {case('fmt', FMT_CODES)},
        level, CASE WHEN is_stage THEN 'stage' ELSE 'event' END, name, request,
        escrow, nonce, nullif(host, ''), fields
 FROM _gw_block
@@ -661,7 +669,7 @@ class _Writer:
                 # one Arrow chunk (cheap: string views are not copied); DuckDB makes partial
                 # row groups of a chunked table, and spends twice the time
                 with ing.store.registered("_gw_block", _as_json(tbl.combine_chunks())):
-                    con.execute(INSERT_EVENTS, [rec.file_id])
+                    con.execute(_insert_events(), [rec.file_id])
             ing._write_rejects(rec, counts, samples)
             rec.byte_offset, rec.lines = offset, lines
             rec.events += n

@@ -40,18 +40,11 @@ G_RE = r"[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
 PREFIX_RE = rf"^(?:{D_RE} )?(?:{G_RE} )?"
 EVENT_NAME_RE = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
 KEY_RE = r"[A-Za-z_][A-Za-z0-9_]*"
-# request/stage values the vectorised path lifts: printable ASCII, no space, quote or backslash
+# request/stage values the vectorised JSON path lifts: printable ASCII, no space, quote or backslash
 _IDC = r'[!#-\[\]-~]'
 _ID = _IDC + "+"
-IDENT_RE = rf"(?:(?:request={_ID} )?stage={_ID}|{EVENT_NAME_RE})"
-# a pair whose value needs no unescaping and contains no '=', space or quote: JSON by replacement
-FAST_PAIR = rf' {KEY_RE}=(?:"[^ ="\\\x00-\x1f]*"|[^ ="\\\x00-\x1f]*)'
-# a pair whose quoted value uses only escapes that mean the same in Go and JSON
+# the escapes that mean the same in Go and JSON
 _JSON_ESC = r'\\(?:["\\bfnrt]|u(?:[0-9a-cA-CeEfF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))'
-MED_PAIR = rf' {KEY_RE}=(?:"(?:[^"\\\x00-\x1f]|{_JSON_ESC})*"|[^ "\\\x00-\x1f]*)'
-FAST_RE = rf"{PREFIX_RE}{IDENT_RE}(?:{FAST_PAIR})*$"
-MED_RE = rf"{PREFIX_RE}{IDENT_RE}(?:{MED_PAIR})*$"
-MED_SUB = rf'(?:^| )({KEY_RE})=(?:"((?:[^"\\]|\\.)*)"|([^ ]*))'
 # a slog JSON stage record in the handler's key order
 JHEAD_RE = (r'^\{"time":"(?P<rts>[^"\\]*)","level":"(?P<level>[^"\\]*)","msg":"(?:[^"\\]|\\.)*",'
             rf'(?:"request":"(?P<request>{_IDC}*)",)?"stage":"(?P<name>{_ID})"')
@@ -61,6 +54,9 @@ WRAP_RE = (r'^\{"log":"(?:[^"\\\x00-\x1f]|' + _JSON_ESC + r'|\\/)*","stream":"[a
            + r'"\}$')
 JSON_LINE_RE = (rf'{PREFIX_RE}\{{"time":"[^"\\]*","level":"[^"\\]*","msg":"(?:[^"\\]|\\.)*",'
                 rf'(?:"request":"{_IDC}*",)?"stage":"{_ID}"[,}}]')
+# what DuckDB's JSON reader accepts and Python's (the reference) does not: a trailing comma,
+# NaN and infinities, numbers beyond a double; records with such text are checked strictly
+LENIENT_JSON_RE = r',\s*[\]}]|[:,\[]\s*[+-]?(?i:nan|inf)|[eE][+-]?[0-9]{3}'
 
 SAMPLES_PER_REASON = 5
 SAMPLE_CHARS = 500
@@ -367,7 +363,7 @@ def parse_line(line: str) -> Event | Reject:
         return Reject("bad_json")
     if isinstance(r, Event):
         try:                        # lone surrogates from JSON \ud800 escapes cannot be stored
-            for v in (r.fields, r.name, r.request, r.rts, r.level):
+            for v in (r.fields, r.name, r.request, r.dts, r.rts, r.gts, r.level):
                 if v is not None:
                     v.encode("utf-8")
         except UnicodeEncodeError:
@@ -410,23 +406,26 @@ def _parse_line(line: str) -> Event | Reject:
 
 # -- blocks ----------------------------------------------------------------------------------
 # A parsed block is one table of events sorted by line_no, typed for the store:
-#   line_no, byte_offset, ts (timestamp[us, UTC]), src (1 docker, 2 record, 3 go, null),
-#   fmt (0 text, 1 json, 2 slog_text), level, is_stage, name, request (the line's request id,
+#   line_no, byte_offset, ts (timestamp[us, UTC]), src (a TS_SOURCE_CODES code, null: no
+#   timestamp), fmt (a FMT_CODES code), level, is_stage, name, request (the line's request id,
 #   else the first request= field), escrow, nonce (the first such field as DuckDB's TRY_CAST
 #   to BIGINT reads it), host (the text of the first host= field), fields (JSON text);
 #   fields missing from the line are null
 EVENT_COLUMNS = ["line_no", "byte_offset", "ts", "src", "fmt", "level", "is_stage", "name", "request",
                  "escrow", "nonce", "host", "fields"]
+# the codes of log_events.ts_source and log_events.fmt in a parsed block, defined here only:
+# the store's INSERT turns them into the ENUM values, the compiled tokenizer is given its two
+TS_SOURCE_CODES = {"docker": 1, "record": 2, "go": 3}
 FMT_CODES = {"text": 0, "json": 1, "slog_text": 2}
 D_FMT = "%Y-%m-%dT%H:%M:%S%.f%#z"
 G_FMT = "%Y/%m/%d %H:%M:%S%.f"
 
 
 VECTOR_MIN_LINES = 100     # the lines the compiled tokenizer leaves go to polars when there are this many
-LIFT_IN_PYTHON = 500       # text rows up to this many have their keys lifted in Python, not DuckDB
 
 # the compiled tokenizer of the common text lines (auditor/_logscan.c); without it (installed
-# without a C compiler, or AUDITOR_NO_COMPILED=1 to compare) polars does all the work, slower
+# without a C compiler, or AUDITOR_NO_COMPILED=1 to compare) the reference parser reads the
+# text lines, many times slower
 COMPILED_OFF = bool(os.environ.get("AUDITOR_NO_COMPILED"))
 try:
     from .. import _logscan
@@ -441,7 +440,7 @@ def compiled_note() -> str | None:
     if _logscan is not None:
         return None
     why = "AUDITOR_NO_COMPILED is set" if COMPILED_OFF else "auditor._logscan was not built (no C compiler at install?)"
-    return f"parsed without the compiled tokenizer ({why}): several times slower, same rows"
+    return f"parsed without the compiled tokenizer ({why}): many times slower, same rows"
 
 
 @dataclass
@@ -505,68 +504,9 @@ def _split_lines(block: bytes):
     return pl.Series("line", texts, dtype=pl.String), bad, offsets
 
 
-def _vector_text(sub, fast: bool):
-    """Text rows, all matching FAST_RE (or all MED_RE) -> event rows.
-
-    Positions are computed once each, as integers, and every output is a slice of the
-    line (views, no copies): the prefix and identity are ASCII, so byte and character
-    offsets agree up to the rest of the line."""
-    import polars as pl
-
-    ln = pl.col("line")
-    df = sub.select("line_no", "byte_offset", "line", pfx=ln.str.extract(PREFIX_RE, 0))
-    pfx = pl.col("pfx")
-    has_d = pfx.str.slice(4, 1) == "-"             # a Docker prefix starts YYYY-
-    if df.select(has_d.any()).item():
-        dlen = pl.when(has_d).then(pfx.str.find(" ", literal=True) + 1).otherwise(0).cast(pl.Int64)
-    else:
-        dlen = pl.lit(0, pl.Int64)
-    df = df.with_columns(plen=pfx.str.len_bytes().cast(pl.Int64), dlen=dlen)
-    df = df.with_columns(body=ln.str.slice(pl.col("plen")))
-    b = pl.col("body")
-    df = df.with_columns(has_req=b.str.starts_with("request="), sp1=b.str.find(" ", literal=True).cast(pl.Int64))
-    df = df.with_columns(o2=pl.when(pl.col("has_req")).then(pl.col("sp1") + 1).otherwise(0))
-    df = df.with_columns(b2=b.str.slice(pl.col("o2")))
-    b2 = pl.col("b2")
-    df = df.with_columns(is_stage=b2.str.starts_with("stage="), sp2=b2.str.find(" ", literal=True).cast(pl.Int64))
-    sp2, dl, plen = pl.col("sp2"), pl.col("dlen"), pl.col("plen")
-    nstart = pl.when(pl.col("is_stage")).then(6).otherwise(0)
-    glen = plen - dl - 1
-    df = df.select(
-        "line_no", "byte_offset", "is_stage",
-        d=pl.when(dl > 0).then(ln.str.slice(0, dl - 1)),
-        g=pl.when(glen > 0).then(ln.str.slice(dl, glen)),
-        request=pl.when(pl.col("has_req")).then(b.str.slice(8, pl.col("sp1") - 8)),
-        name=b2.str.slice(nstart, sp2.fill_null(b2.str.len_bytes()) - nstart),
-        rest=pl.when(sp2.is_null()).then(pl.lit("")).otherwise(b2.str.slice(sp2 + 1)),
-    )
-    rest = pl.col("rest")
-    if fast:
-        # FAST values hold no space, '=' or quote: drop the quotes, then spaces and '=' are
-        # exactly the pair and key separators
-        body = (rest.str.replace_all('"', "", literal=True).str.replace_all(" ", '","', literal=True)
-                .str.replace_all("=", '":"', literal=True))
-        fj = pl.concat_str([pl.lit('{"'), body, pl.lit('"}')])
-    else:
-        fj = pl.concat_str([pl.lit("{"), rest.str.replace_all(MED_SUB, r',"${1}":"${2}${3}"').str.strip_prefix(","),
-                            pl.lit("}")])
-    df = df.with_columns(
-        d=pl.col("d").str.to_datetime(D_FMT, time_unit="us", time_zone="UTC", strict=False),
-        g=pl.col("g").str.to_datetime(G_FMT, time_unit="us", strict=False).dt.replace_time_zone("UTC"),
-        fields=pl.when(rest == "").then(pl.lit("{}")).otherwise(fj),
-    )
-    d, gt = pl.col("d"), pl.col("g")
-    return df.select(
-        "line_no", "byte_offset",
-        ts=pl.coalesce(d, gt),
-        src=pl.when(d.is_not_null()).then(pl.lit(1, pl.Int8)).when(gt.is_not_null()).then(pl.lit(3, pl.Int8)),
-        fmt=pl.lit(0, pl.Int8), level=pl.lit(None, pl.String),
-        is_stage="is_stage", name="name", request="request", fields="fields",
-    )
-
-
 def _typed(df):
-    """Rows with text timestamps (dts, rts, gts), fmt and kind names -> EVENT_COLUMNS."""
+    """Rows with text timestamps (dts, rts, gts), fmt and kind names -> (EVENT_COLUMNS
+    without the lifted keys, the rows whose Docker or Go timestamp is not a time)."""
     import polars as pl
 
     d = pl.col("dts").str.to_datetime(D_FMT, time_unit="us", time_zone="UTC", strict=False)
@@ -574,20 +514,26 @@ def _typed(df):
     g = pl.col("gts").str.to_datetime(G_FMT, time_unit="us", strict=False).dt.replace_time_zone("UTC")
     df = df.with_columns(d=d, r=r, g=g)
     d, r, g = pl.col("d"), pl.col("r"), pl.col("g")
-    return df.select(
+    bad = (pl.col("dts").is_not_null() & d.is_null()) | (pl.col("gts").is_not_null() & g.is_null())
+    df = df.with_columns(bad_ts=bad)
+    code = TS_SOURCE_CODES
+    typed = df.filter(~pl.col("bad_ts")).select(
         "line_no", "byte_offset",
         ts=pl.coalesce(d, r, g),
-        src=pl.when(d.is_not_null()).then(pl.lit(1, pl.Int8)).when(r.is_not_null()).then(pl.lit(2, pl.Int8))
-        .when(g.is_not_null()).then(pl.lit(3, pl.Int8)),
+        src=pl.when(d.is_not_null()).then(pl.lit(code["docker"], pl.Int8))
+        .when(r.is_not_null()).then(pl.lit(code["record"], pl.Int8))
+        .when(g.is_not_null()).then(pl.lit(code["go"], pl.Int8)),
         fmt=pl.col("fmt").replace_strict(FMT_CODES, return_dtype=pl.Int8),
         level="level", is_stage=pl.col("kind") == "stage", name="name", request="request", fields="fields",
     )
+    return typed, df.filter(pl.col("bad_ts")).select("line_no", "byte_offset", "line")
 
 
 def _vector_json(sub):
     """slog JSON stage records whose head is in the handler's order -> (rows with text
     timestamps, validity): DuckDB reads the head fields and checks the whole record in one
-    parse; ``fields`` is the record without its head (time, level, msg, request, stage)."""
+    parse (records with text only DuckDB accepts, LENIENT_JSON_RE, are checked again
+    strictly); ``fields`` is the record without its head (time, level, msg, request, stage)."""
     import polars as pl
 
     ln = pl.col("line")
@@ -596,7 +542,7 @@ def _vector_json(sub):
     has_d = pfx.str.slice(4, 1) == "-"
     sp = pfx.str.find(" ", literal=True)
     df = df.select(
-        "line_no", "byte_offset",
+        "line_no", "byte_offset", "line",
         dts=pl.when(has_d).then(pfx.str.slice(0, sp)),
         g=pl.when(has_d).then(pfx.str.slice(sp + 1)).otherwise(pfx),
         body=ln.str.slice(pfx.str.len_chars()),
@@ -607,6 +553,12 @@ def _vector_json(sub):
         "        CASE WHEN json_valid(body) THEN json_extract_string(body, ['time', 'level', 'request', 'stage'])"
         "        END AS j FROM _gw_block)", df.select("body"))
     df = pl.concat([df, head], how="horizontal")
+    ok = df["ok"]
+    lax = df["body"].str.contains(LENIENT_JSON_RE).fill_null(False)
+    if lax.any():
+        at = lax.arg_true()
+        strict = df["body"].gather(at).str.json_path_match("$").is_not_null()
+        ok = ok.scatter(at.filter(~strict), False)
     g = pl.col("g")
     # the request id of the head only (a later "request" key stays a field, as in parse_line)
     head_req = pl.col("body").str.contains(JHEAD_REQ_RE)
@@ -615,9 +567,9 @@ def _vector_json(sub):
         gts=pl.when(g.str.len_bytes() > 0).then(g.str.head(-1)),
         fmt=pl.lit("json"), level="level", kind=pl.lit("stage"), name="name",
         request=pl.when(head_req).then(pl.col("request")),
-        fields=pl.col("body").str.replace(JHEAD_RE + ",?", "{"),
+        fields=pl.col("body").str.replace(JHEAD_RE + ",?", "{"), line="line",
     )
-    return out, df["ok"]
+    return out, ok
 
 
 _local = threading.local()
@@ -642,27 +594,50 @@ def _duck_frame(sql: str, frame):
 
 def _unwrap_docker_json(df):
     """Docker json-file records: the logged line, with the record's time as a Docker
-    prefix (which is what parse_line makes of them). Records that do not fit the strict
-    shape (or hold several lines) stay as they are, for parse_line."""
+    prefix (which is what parse_line makes of them), marked ``unwrapped``. Records that do
+    not fit the strict shape (or hold several lines) stay as they are, for parse_line."""
     import polars as pl
 
     w = df["line"].str.contains(WRAP_RE).fill_null(False)
     if not w.any():
-        return df
+        return df.with_columns(unwrapped=pl.lit(False))
     sub = df.filter(w)
     rec = sub["line"].str.json_decode(pl.Struct({"log": pl.String, "time": pl.String}))
     inner = rec.struct.field("log").str.strip_suffix("\n")
     ok = ~inner.str.contains("[\r\n]").fill_null(True)
     synth = pl.select(pl.when(pl.lit(ok)).then(pl.concat_str([rec.struct.field("time"), pl.lit(" "), inner]))
                       .otherwise(pl.lit(sub["line"]))).to_series()
-    return pl.concat([df.filter(~w), sub.with_columns(line=synth)]).sort("line_no")
+    return pl.concat([df.filter(~w).with_columns(unwrapped=pl.lit(False)),
+                      sub.with_columns(line=synth, unwrapped=ok)]).sort("line_no")
+
+
+def _scan_unwrapped(df):
+    """The unwrapped Docker json-file lines of ``df`` through the compiled tokenizer: (the
+    events it took, with their own line numbers and offsets, or None; the rows it left)."""
+    import polars as pl
+    import pyarrow as pa
+
+    u = df.filter(pl.col("unwrapped"))
+    if not u.height:
+        return None, df
+    out = _scan(("\n".join(u["line"].to_list()) + "\n").encode("utf-8"), 0, 0)    # line_no: the row in u
+    if not out["rows"]:
+        return None, df
+    tbl = _scanned_events(out)
+    at = tbl.column("line_no")
+    for c in ("line_no", "byte_offset"):
+        tbl = tbl.set_column(tbl.schema.get_field_index(c), c, u[c].to_arrow().take(at))
+    left = pa.Array.from_buffers(pa.int64(), len(out["rest_line_no"]) // 8, [None, pa.py_buffer(out["rest_line_no"])])
+    rest = u[pl.Series(left, dtype=pl.Int64)]
+    return tbl, pl.concat([df.filter(~pl.col("unwrapped")), rest]).sort("line_no")
 
 
 def _other_schema():
     import polars as pl
 
     return {"line_no": pl.Int64, "byte_offset": pl.Int64,
-            **{c: pl.String for c in ("dts", "rts", "gts", "fmt", "level", "kind", "name", "request", "fields")}}
+            **{c: pl.String for c in ("dts", "rts", "gts", "fmt", "level", "kind", "name", "request", "fields",
+                                      "line")}}
 
 
 def _empty_events():
@@ -672,6 +647,12 @@ def _empty_events():
                                 "src": pl.Int8, "fmt": pl.Int8, "level": pl.String, "is_stage": pl.Boolean,
                                 "name": pl.String, "request": pl.String, "escrow": pl.Int64,
                                 "nonce": pl.Int64, "host": pl.String, "fields": pl.String})
+
+
+def _arrow(frame):
+    import polars as pl
+
+    return frame.to_arrow(compat_level=pl.CompatLevel.newest())     # string views: no copy
 
 
 def count_lines(block) -> int:
@@ -686,68 +667,117 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
     byte offset of its first byte in the file. Every line is either an event or a reject.
 
     The compiled tokenizer takes the common text lines first (when it is installed and
-    ``compiled``); polars takes the other common shapes, :func:`parse_line` the rest.
-    ``vectorised=False`` parses every line with :func:`parse_line` (for tests)."""
+    ``compiled``); polars and DuckDB take the slog JSON records and the Docker json-file
+    wrappers, :func:`parse_line` the rest. ``vectorised=False`` parses every line with
+    :func:`parse_line` (for tests).
+
+    It never raises on what the block holds: when parsing fails unexpectedly, the block is
+    parsed again in halves, down to the line that fails, which is rejected (``parse_error``)."""
+    try:
+        return _parse_block(block, base_line, base_off, vectorised, compiled)
+    except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
+        return _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
+
+
+def _parse_halves(block: bytes, base_line: int, base_off: int, vectorised: bool, compiled: bool) -> BlockResult:
+    import polars as pl
+
+    n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    if n <= 1:
+        res = BlockResult(events=_arrow(_empty_events()), lines=1)
+        _reject(res, "parse_error", base_line, base_off, block.rstrip(b"\n").decode("utf-8", "backslashreplace"))
+        return res
+    cut = 0
+    for _ in range(n // 2):
+        cut = block.index(b"\n", cut) + 1
+    halves = []
+    for part, line, off in ((block[:cut], base_line, base_off), (block[cut:], base_line + n // 2, base_off + cut)):
+        try:
+            halves.append(_parse_block(part, line, off, vectorised, compiled))
+        except Exception:  # noqa: BLE001 - as in parse_block
+            halves.append(_parse_halves(part, line, off, vectorised, compiled))
+    a, b = halves
+    res = BlockResult(events=_arrow(pl.concat([pl.from_arrow(a.events), pl.from_arrow(b.events)])),
+                      lines=a.lines + b.lines)
+    for part in (a, b):
+        for reason, nums in part.rejects.items():
+            res.rejects.setdefault(reason, []).extend(nums)
+        for reason, ss in part.samples.items():
+            kept = res.samples.setdefault(reason, [])
+            kept.extend(ss[:SAMPLES_PER_REASON - len(kept)])
+    return res
+
+
+def _scan(block, base_line: int, base_off: int) -> dict:
+    return _logscan.scan(block, base_line, base_off, TS_SOURCE_CODES["docker"], TS_SOURCE_CODES["go"])
+
+
+def _parse_block(block, base_line: int, base_off: int, vectorised: bool, compiled: bool) -> BlockResult:
     import polars as pl
 
     scanned, lines_at = None, None
-    if vectorised and compiled and _logscan is not None:
-        out = _logscan.scan(block, base_line, base_off)      # any bytes-like block; its rest ends in \n
-        scanned = _scanned_events(out) if out[0] else None
-        block = out[22]
-        lines_at = (out[23], out[24])
+    compiled = compiled and vectorised and _logscan is not None
+    if compiled:
+        out = _scan(block, base_line, base_off)      # any bytes-like block; its rest ends in \n
+        scanned = _scanned_events(out) if out["rows"] else None
+        block = out["rest"]
+        lines_at = (out["rest_line_no"], out["rest_byte_offset"])
         # the few lines it leaves go line by line: cheaper than the polars path's fixed cost
-        vectorised = len(out[23]) // 8 >= VECTOR_MIN_LINES
+        vectorised = len(out["rest_line_no"]) // 8 >= VECTOR_MIN_LINES
     else:
         block = bytes(block)
         if block and not block.endswith(b"\n"):
             block += b"\n"
-    res, events = _parse_lines(block, base_line, base_off, lines_at, vectorised)
+    res, parts = _parse_lines(block, base_line, base_off, lines_at, vectorised, compiled)
     if scanned is not None:
         res.lines += scanned.num_rows
-        if events is None:
-            res.events = scanned
-            return res
-        events = pl.concat([pl.from_arrow(scanned), events]).sort("line_no")
-    res.events = (events if events is not None else _empty_events()).to_arrow(
-        compat_level=pl.CompatLevel.newest())    # string views: no copy
+        parts.insert(0, scanned)
+    if len(parts) == 1:
+        res.events = parts[0]
+    elif not parts:
+        res.events = _arrow(_empty_events())
+    else:
+        res.events = _arrow(pl.concat([pl.from_arrow(p) for p in parts]).sort("line_no"))
     return res
 
 
-def _scanned_events(out):
+def _scanned_events(out: dict):
     """The compiled tokenizer's buffers (see auditor/_logscan.c) -> an events table
     (pyarrow, no copy)."""
     import pyarrow as pa
 
-    n = out[0]
+    n = out["rows"]
     buf = pa.py_buffer
 
-    def strings(i: int, nullable: bool = True):
-        return pa.Array.from_buffers(pa.string_view(), n, [buf(out[i + 2]) if nullable else None, buf(out[i]),
-                                                           buf(out[i + 1])])
+    def ints(typ, name: str, valid: str | None = None):
+        return pa.Array.from_buffers(typ, n, [buf(out[valid]) if valid else None, buf(out[name])])
 
-    valid = buf(out[4])
+    def strings(name: str, nullable: bool = True):
+        return pa.Array.from_buffers(pa.string_view(), n, [buf(out[f"{name}_valid"]) if nullable else None,
+                                                           buf(out[f"{name}_views"]), buf(out[f"{name}_data"])])
+
     return pa.table({
-        "line_no": pa.Array.from_buffers(pa.int64(), n, [None, buf(out[1])]),
-        "byte_offset": pa.Array.from_buffers(pa.int64(), n, [None, buf(out[2])]),
-        "ts": pa.Array.from_buffers(pa.timestamp("us", "UTC"), n, [valid, buf(out[3])]),
-        "src": pa.Array.from_buffers(pa.int8(), n, [valid, buf(out[5])]),
+        "line_no": ints(pa.int64(), "line_no"),
+        "byte_offset": ints(pa.int64(), "byte_offset"),
+        "ts": ints(pa.timestamp("us", "UTC"), "ts", "ts_valid"),
+        "src": ints(pa.int8(), "src", "ts_valid"),
         "fmt": pa.repeat(pa.scalar(FMT_CODES["text"], pa.int8()), n),
         "level": pa.nulls(n, pa.string_view()),
-        "is_stage": pa.Array.from_buffers(pa.bool_(), n, [None, buf(out[6])]),
-        "name": strings(11, nullable=False),
-        "request": strings(14),
-        "escrow": pa.Array.from_buffers(pa.int64(), n, [buf(out[8]), buf(out[7])]),
-        "nonce": pa.Array.from_buffers(pa.int64(), n, [buf(out[10]), buf(out[9])]),
-        "host": strings(17),
-        "fields": strings(20, nullable=False),
+        "is_stage": ints(pa.bool_(), "is_stage"),
+        "name": strings("name", nullable=False),
+        "request": strings("request"),
+        "escrow": ints(pa.int64(), "escrow", "escrow_valid"),
+        "nonce": ints(pa.int64(), "nonce", "nonce_valid"),
+        "host": strings("host"),
+        "fields": strings("fields", nullable=False),
     })
 
 
-def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectorised: bool):
-    """The polars and line-by-line paths over ``block``: a BlockResult without events, and
-    the events frame (None when there are none). ``lines_at`` gives the line numbers and
-    byte offsets (int64 buffers) of the block's lines when they are not consecutive."""
+def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectorised: bool, compiled: bool):
+    """Every path but the compiled tokenizer's first pass, over ``block``: a BlockResult
+    without events, and the event tables (pyarrow, each in line order). ``lines_at`` gives
+    the line numbers and byte offsets (int64 buffers) of the block's lines when they are
+    not consecutive."""
     import polars as pl
 
     lines, bad_utf8, offsets = _split_lines(block)
@@ -766,35 +796,24 @@ def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectoris
         line_no, off = (pl.Series(pa.Array.from_buffers(pa.int64(), len(b) // 8, [None, pa.py_buffer(b)]))
                         for b in lines_at)
     df = pl.DataFrame({"line_no": line_no, "line": lines, "byte_offset": off, "rel": rel})
-    texts, others = [], []      # typed frames; frames with text timestamps
+    bad = set(df["line_no"].gather(bad_utf8).to_list()) if bad_utf8 else set()
+    parts, others = [], []      # event tables; frames with text timestamps
+    slow = df
     if vectorised and n:
-        ln = pl.col("line")
         if lines.str.starts_with('{"log":"').any():
             df = _unwrap_docker_json(df)
-        fast = ln.str.contains(FAST_RE).fill_null(False)
-        df = df.with_columns(fast=fast)
-        f = df.filter(pl.col("fast"))
-        if f.height:
-            texts.append(_vector_text(f, True))
-        slow = df.filter(~pl.col("fast"))
-        if slow.height:
-            slow = slow.with_columns(med=ln.str.contains(MED_RE).fill_null(False))
-            med = slow.filter(pl.col("med"))
-            if med.height:
-                texts.append(_vector_text(med, False))
-            slow = slow.filter(~pl.col("med")).with_columns(js=ln.str.contains(JSON_LINE_RE).fill_null(False))
-            js = slow.filter(pl.col("js"))
-            if js.height:
-                jt, ok = _vector_json(js)
-                others.append(jt.filter(ok))
-                bad_js = jt.filter(~ok)["line_no"]
-                slow = slow.filter(~pl.col("js") | pl.col("line_no").is_in(bad_js.implode()))
-            else:
-                slow = slow.filter(~pl.col("js"))
-    else:
-        slow = df
+            if compiled:
+                tbl, df = _scan_unwrapped(df)
+                if tbl is not None:
+                    parts.append(tbl)
+        js = df["line"].str.contains(JSON_LINE_RE).fill_null(False)
+        slow = df.filter(~js)
+        if js.any():
+            jt, ok = _vector_json(df.filter(js))
+            others.append(jt.filter(ok))
+            if not ok.all():
+                slow = pl.concat([slow, df.filter(js).filter(~ok)]).sort("line_no")
     # everything else, line by line
-    bad = set(df["line_no"].gather(bad_utf8).to_list()) if bad_utf8 else set()
     ocols = list(_other_schema())
     cols: dict[str, list] = {c: [] for c in ocols}
     for line_no, text, o, r0 in slow.select("line_no", "line", "byte_offset", "rel").iter_rows():
@@ -810,69 +829,32 @@ def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectoris
             _reject(res, r.reason, line_no, o, text)
             continue
         for c, v in zip(ocols, (line_no, o, r.dts, r.rts, r.gts, r.fmt, r.level, r.kind, r.name,
-                                r.request, r.fields)):
+                                r.request, r.fields, text)):
             cols[c].append(v)
     if cols["line_no"]:
         others.append(pl.DataFrame(cols, schema=_other_schema()))
-    parts = len(texts) + len(others)
     if others:
-        texts.append(_typed(pl.concat(others)))
-    if not texts:
-        return res, None
-    ev = texts[0] if parts == 1 else pl.concat(texts).sort("line_no")    # one source is in line order
-    return res, _lift_keys(ev)
+        typed, bad_ts = _typed(pl.concat(others).sort("line_no"))
+        for line_no, o, text in bad_ts.iter_rows():
+            _reject(res, "bad_timestamp", line_no, o, text)
+        if typed.height:
+            parts.append(_arrow(_lift_keys(typed)))
+    return res, parts
 
 
 def _lift_keys(ev):
     """Add the request (when the line has none), escrow, nonce and host fields as columns,
     as DuckDB reads them: json_extract_string of the first such key in ``fields``, escrow
-    and nonce through TRY_CAST to BIGINT. A few text rows are read in Python when that
-    reads them alike: their values are all strings (json.loads reads them as DuckDB does)
-    and their escrow and nonce plain decimal integers."""
+    and nonce through TRY_CAST to BIGINT."""
     import polars as pl
 
-    keys = None
-    if ev.height <= LIFT_IN_PYTHON and not (ev["fmt"] == FMT_CODES["json"]).any():
-        keys = _lift_in_python(ev["fields"])
-    if keys is None:
-        keys = _duck_frame(
-            "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
-            " j[4] AS frequest"
-            " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)",
-            ev.select("fields"))
+    keys = _duck_frame(
+        "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
+        " j[4] AS frequest"
+        " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)",
+        ev.select("fields"))
     ev = pl.concat([ev, keys], how="horizontal")
     return ev.with_columns(request=pl.coalesce("request", "frequest")).select(EVENT_COLUMNS)
-
-
-_DECIMAL = re.compile(r"-?[0-9]+")
-
-
-def _lift_in_python(fields):
-    """The lifted keys of text rows, or None when an escrow or nonce is not a plain
-    decimal integer in range (DuckDB's TRY_CAST then decides)."""
-    import polars as pl
-
-    cols: dict[str, list] = {k: [] for k in _LIFTED}
-    for text in fields:
-        first: dict[str, str] = {}
-        for k, v in json.loads(text, object_pairs_hook=list):
-            if k in _LIFTED and k not in first:
-                first[k] = v
-        for k in _LIFTED:
-            v = first.get(k)
-            if k in ("escrow", "nonce") and v is not None:
-                if v == "":
-                    v = None
-                elif not _DECIMAL.fullmatch(v) or not -2**63 <= int(v) < 2**63:
-                    return None
-                else:
-                    v = int(v)
-            cols[k].append(v)
-    return pl.DataFrame(cols, schema={"escrow": pl.Int64, "nonce": pl.Int64, "host": pl.String,
-                                      "request": pl.String}).rename({"request": "frequest"})
-
-
-_LIFTED = ("escrow", "nonce", "host", "request")
 
 
 def _reject(res: BlockResult, reason: str, line_no: int, off: int, text: str) -> None:
