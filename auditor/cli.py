@@ -1,29 +1,39 @@
 """The `auditor` command line: thin. One function per command; the work is in the library.
 
 Exit codes: 0 success; 1 findings at or above --fail-on; 2 usage error;
-3 a source or data error that left the answer incomplete.
+3 a source or data error that left the answer incomplete (it outranks findings).
+
+Options come in reusable groups (``SOURCES``, ``OUTPUT``): a command declares the groups
+it takes with ``@uses(...)`` and receives each as one object. The global options
+(``--db``, ``--quiet``, ``--debug``) are accepted before or after the command.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from .errors import EXIT_SOURCE, AuditorError
+from .errors import EXIT_SOURCE, EXIT_USAGE, AuditorError
 
 app = typer.Typer(
     name="auditor",
     help="Audit the Gonka network: what really happened in an epoch, from the chain, "
-    "the gateway's accounting API and the gateway's logs, stored in one DuckDB file.",
+    "the gateway's accounting API and the gateway's logs, stored in one DuckDB file.\n\n"
+    "Global options (--db, --quiet, --debug) may come before or after the command.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
 
@@ -36,83 +46,147 @@ class State:
 state = State()
 
 
-class TableFormat(str, Enum):
+class Format(str, Enum):
     table = "table"
     json = "json"
     csv = "csv"
     md = "md"
 
 
-class ReportFormat(str, Enum):
-    table = "table"
-    json = "json"
-    md = "md"
+class Severity(str, Enum):
+    info = "info"
+    warn = "warn"
+    error = "error"
 
 
-# -- shared options -----------------------------------------------------------
-NodeOpt = Annotated[list[str], typer.Option("--node", envvar="AUDITOR_NODE", metavar="URL",
-    help="Chain node base URL, e.g. http://node1.gonka.ai:8000. Repeat for failover, in order. Several in the env var: space-separated.")]
-AccountingOpt = Annotated[list[str], typer.Option("--accounting", envvar="AUDITOR_ACCOUNTING", metavar="URL",
-    help="Gateway accounting API base URL (serves /api/v1/epochs). Repeatable.")]
-LogOpt = Annotated[list[Path], typer.Option("--gateway-log", envvar="AUDITOR_GATEWAY_LOG", metavar="PATH",
-    help="Gateway log file, glob, .gz, or - for stdin. Repeatable. Several in the env var: separated by the OS path separator.")]
-MetricsOpt = Annotated[list[str], typer.Option("--metrics", envvar="AUDITOR_METRICS", metavar="URL",
-    help="Gateway /metrics URL to scrape once. Repeatable.")]
-RateOpt = Annotated[float, typer.Option("--rate", envvar="AUDITOR_RATE", min=0,
-    help="Requests per minute per node (burst 200); 0 = unlimited, for a private node.")]
-RecordOpt = Annotated[Optional[Path], typer.Option("--record", metavar="DIR",
-    help="Save every raw response under DIR, to replay later or attach to a bug report.")]
-ReplayOpt = Annotated[list[Path], typer.Option("--replay", metavar="DIR",
-    help="Serve --record directories on loopback and collect from them instead of the network. Repeatable.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one HTTP answer.")]
+# -- option groups ------------------------------------------------------------
+@dataclass(frozen=True)
+class Group:
+    """Options that travel together: ``params`` are typer parameters, ``build`` turns their
+    values into the one object the command receives as ``name``."""
+
+    name: str
+    params: list[inspect.Parameter]
+    build: Callable[..., Any]
 
 
+def _opt(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+
+
+def uses(*groups: Group) -> Callable:
+    """Give a command the options of ``groups``: each arrives as one keyword argument."""
+
+    def deco(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name not in {g.name for g in groups}]
+        params = own + [p for g in groups for p in g.params]
+
+        @functools.wraps(fn)
+        def command(**kw: Any) -> Any:
+            for g in groups:
+                kw[g.name] = g.build(**{p.name: kw.pop(p.name) for p in g.params})
+            return fn(**kw)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # typer reads the signature above, not fn's
+        return command
+
+    return deco
+
+
+def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeout, offline, refresh):
+    from .collect import Sources
+
+    return Sources(nodes=list(node or []), accounting=list(accounting or []),
+                   gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
+                   rate=rate, record=record, replay=list(replay or []), timeout=timeout,
+                   offline=offline, refresh=refresh)
+
+
+SOURCES = Group("sources", [
+    _opt("node", Annotated[list[str], typer.Option("--node", envvar="AUDITOR_NODE", metavar="URL",
+        help="Chain node base URL, e.g. http://node1.gonka.ai:8000. Repeat for failover, in order. "
+             "Several in the env var: space-separated.")], []),
+    _opt("accounting", Annotated[list[str], typer.Option("--accounting", envvar="AUDITOR_ACCOUNTING", metavar="URL",
+        help="Gateway accounting API base URL (serves /api/v1/epochs). Repeatable.")], []),
+    _opt("gateway_log", Annotated[list[Path], typer.Option("--gateway-log", envvar="AUDITOR_GATEWAY_LOG", metavar="PATH",
+        help="Gateway log file, glob, .gz, or - for stdin. Repeatable. Several in the env var: "
+             "separated by the OS path separator.")], []),
+    _opt("metrics", Annotated[list[str], typer.Option("--metrics", envvar="AUDITOR_METRICS", metavar="URL",
+        help="Gateway /metrics URL to scrape once. Repeatable.")], []),
+    _opt("replay", Annotated[list[Path], typer.Option("--replay", metavar="DIR",
+        help="Serve --record directories on loopback and collect from them instead of the network. Repeatable.")], []),
+    _opt("record", Annotated[Optional[Path], typer.Option("--record", metavar="DIR",
+        help="Save every raw response under DIR, to replay later or attach to a bug report.")], None),
+    _opt("rate", Annotated[float, typer.Option("--rate", envvar="AUDITOR_RATE", min=0,
+        help="Requests per minute per node (burst 200); 0 = unlimited, for a private node.")], 20.0),
+    _opt("timeout", Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one HTTP answer.")], 10.0),
+    _opt("offline", Annotated[bool, typer.Option("--offline", help="Use only what the store holds; collect nothing.")], False),
+    _opt("refresh", Annotated[bool, typer.Option("--refresh", help="Fetch a finished epoch again even if it is cached.")], False),
+], _sources)
+
+
+@dataclass(frozen=True)
+class Output:
+    fmt: str
+    path: Path | None
+    fail_on: str | None
+
+
+OUTPUT = Group("out", [
+    _opt("fmt", Annotated[Format, typer.Option("--format", "-f", help="Output format.")], Format.table),
+    _opt("output", Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+        help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout.")], None),
+    _opt("fail_on", Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
+        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")], None),
+], lambda fmt, output, fail_on: Output(fmt.value, output, fail_on.value if fail_on else None))
+
+EpochArg = Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")]
+ParticipantOpt = Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
+    help="Only this participant (network-wide figures still come from all).")]
+
+
+# -- shared command bodies ----------------------------------------------------
 def _db() -> Path:
     from .store import default_db_path
 
     return state.db or default_db_path()
 
 
-def _progress():
-    from .progress import Progress
-
-    return Progress(quiet=state.quiet)
-
-
-def _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeout):
-    from .collect import Sources
-
-    return Sources(nodes=list(node or []), accounting=list(accounting or []),
-                   gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
-                   rate=rate, record=record, replay=list(replay or []), timeout=timeout)
-
-
-def _collect(store, sources, epochs, refresh=False) -> int:
+def _collect(store, sources, epochs) -> int:
     """Collect and print each source's run report; 3 if anything is missing."""
     from .collect import collect, resolved
+    from .progress import Progress
     from .report.collect_report import print_collect_reports
 
     with resolved(sources) as s:
-        reports = collect(store, s, epochs, _progress(), refresh=refresh)
+        reports = collect(store, s, epochs, Progress(quiet=state.quiet), refresh=sources.refresh)
     print_collect_reports(reports)
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 
 
-def _report(sources, epoch: int, offline: bool, analyse, fmt: str) -> None:
-    """Collect the epoch from the given sources (unless --offline), analyse, render, exit.
-    The exit code is the worse of the collection's (3 if incomplete) and the analysis's."""
+def _analyse(epoch: int, sources, out: Output, analysis: Callable, options) -> None:
+    """Collect epoch N from the given sources (unless --offline), run one analysis, render it,
+    and exit: 3 when the collection or the analysis's data was incomplete, else 1 for
+    findings at or above --fail-on, else 0."""
+    from .errors import SourceError
     from .report import render
     from .store import Store
 
     with Store(_db()) as store:
         code = 0
-        if not offline and sources.any:
+        if not sources.offline and sources.any:
             code = _collect(store, sources, [epoch])
-        result = analyse(store)
-    render.emit(result, fmt)
-    raise typer.Exit(code or result.exit_code)
+        result = analysis(store, epoch, options)
+    if result.unavailable and not result.parts:
+        raise SourceError(result.unavailable)
+    render.emit(result, out.fmt, out.path)
+    raise typer.Exit(code or result.exit_code(out.fail_on))
 
 
+# -- commands -----------------------------------------------------------------
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
@@ -124,82 +198,85 @@ def _main(
 
 
 @app.command()
+@uses(SOURCES)
 def collect(
+    sources,
     epoch: Annotated[list[int], typer.Option("--epoch", "-e", metavar="N", min=0,
-        help="Epoch to collect: from the chain with --node, and (by escrow creation epoch) from --accounting; without it --accounting collects every epoch it lists. Repeatable.")] = [],
-    node: NodeOpt = [],
-    accounting: AccountingOpt = [],
-    gateway_log: LogOpt = [],
-    metrics: MetricsOpt = [],
-    rate: RateOpt = 20.0,
-    record: RecordOpt = None,
-    replay: ReplayOpt = [],
-    timeout: TimeoutOpt = 10.0,
-    refresh: Annotated[bool, typer.Option("--refresh", help="Fetch a finished epoch again even if it is cached.")] = False,
+        help="Epoch to collect: from the chain with --node, and (by escrow creation epoch) from --accounting; "
+             "without it --accounting collects every epoch it lists. Repeatable.")] = [],
 ) -> None:
-    """Collect chain epochs, accounting, gateway logs and metrics into the store."""
+    """Collect chain epochs, accounting, gateway logs and metrics into the store.
+
+    \b
+    Example:
+      auditor collect --epoch 433 --node http://node1.gonka.ai:8000 --record evidence/433
+      auditor collect --gateway-log '/var/log/gateway/app.log*' --accounting http://gw:9000
+    """
+    from .errors import UsageError
     from .store import Store
 
-    sources = _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeout)
+    if sources.offline:
+        raise UsageError("--offline: collect has nothing to do without its sources")
     with Store(_db()) as store:
-        code = _collect(store, sources, epoch, refresh)
+        code = _collect(store, sources, epoch)
     raise typer.Exit(code)
 
 
 @app.command()
-def misstest(
-    epoch: Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")],
-    node: NodeOpt = [],
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
-    offline: Annotated[bool, typer.Option("--offline", help="Use only what the store holds.")] = False,
-    participant: Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
-        help="Only this participant (the network p0 still comes from all).")] = None,
-    rate: RateOpt = 20.0,
-    replay: ReplayOpt = [],
-    timeout: TimeoutOpt = 10.0,
-) -> None:
-    """Reproduce the chain's binomial miss test for every participant of epoch N."""
-    from .analyses import misstest as mt
+@uses(SOURCES, OUTPUT)
+def misstest(epoch: EpochArg, sources, out, participant: ParticipantOpt = None) -> None:
+    """Reproduce the chain's binomial miss test for every participant of epoch N.
 
-    sources = _sources(node, [], [], [], rate, None, replay, timeout)
-    _report(sources, epoch, offline, lambda store: mt.run(store, epoch, participant=participant), fmt.value)
+    \b
+    Example:
+      auditor misstest 433 --node http://node1.gonka.ai:8000
+      auditor misstest 433 --offline --format csv --output misstest-433.csv
+      auditor misstest 433 --offline --participant gonka1... --fail-on error
+    """
+    from .analyses import misstest as mt
+    from .analyses.frame import Options
+
+    _analyse(epoch, sources, out, mt.run, Options(participant=participant))
 
 
 @app.command()
-def epoch(
-    n: Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")],
-    node: NodeOpt = [],
-    accounting: AccountingOpt = [],
-    gateway_log: LogOpt = [],
-    metrics: MetricsOpt = [],
-    fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="Output format.")] = ReportFormat.table,
-    offline: Annotated[bool, typer.Option("--offline", help="Report from the store only; collect nothing.")] = False,
-    participant: Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
-        help="Only this participant in per-participant sections.")] = None,
-    rate: RateOpt = 20.0,
-    record: RecordOpt = None,
-    replay: ReplayOpt = [],
-    timeout: TimeoutOpt = 10.0,
-) -> None:
-    """Collect what is missing for epoch N, then print its report."""
-    from .analyses import epoch_report
+@uses(SOURCES, OUTPUT)
+def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None) -> None:
+    """Collect what is missing for epoch N, then print its report: every analysis, and
+    all their findings ranked by severity.
 
-    sources = _sources(node, accounting, gateway_log, metrics, rate, record, replay, timeout)
-    _report(sources, n, offline, lambda store: epoch_report.run(store, n, participant=participant), fmt.value)
+    \b
+    Example:
+      auditor epoch 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+      auditor epoch 433 --offline --participant gonka1... --format md --output epoch-433.md
+      auditor epoch 433 --offline --format json --fail-on error
+    """
+    from .analyses import epoch_report
+    from .analyses.frame import Options
+
+    _analyse(n, sources, out, epoch_report.run, Options(participant=participant))
 
 
 @app.command()
 def sql(
     query: Annotated[str, typer.Argument(help="SQL to run against the store, e.g. \"SELECT * FROM coverage\".")],
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+        help="Write the result to FILE (atomically) instead of stdout.")] = None,
 ) -> None:
-    """Run a query against the store and print the result."""
+    """Run a query against the store and print the result.
+
+    \b
+    Example:
+      auditor sql "SELECT participant, missed_requests FROM chain_performance WHERE epoch = 433"
+      auditor sql "SELECT * FROM log_attempts LIMIT 20" --format csv
+    """
     from .report import render
     from .store import Store
 
     with Store(_db(), read_only=True) as store:
         result = render.query_result(store, query)
-    render.emit(result, fmt.value)
+    render.emit(result, fmt.value, output)
 
 
 @app.command()
@@ -207,7 +284,13 @@ def serve(
     directories: Annotated[list[Path], typer.Argument(metavar="DIR...", help="--record directories.")],
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0 = any free port).")] = 8000,
 ) -> None:
-    """Serve a recorded run on loopback, as a stand-in node for --node."""
+    """Serve a recorded run on loopback, as a stand-in node for --node.
+
+    \b
+    Example:
+      auditor serve evidence/433/chain --port 8000
+      auditor epoch 433 --node http://127.0.0.1:8000 --rate 0
+    """
     import time
 
     from .sources.replay import ReplayServer
@@ -221,14 +304,61 @@ def serve(
             pass
 
 
+# -- entry point ----------------------------------------------------------------
+GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
+GLOBAL_VALUED = ("--db",)
+
+
+def hoist_globals(argv: list[str]) -> list[str]:
+    """Move the global options found after the command to the front, so that a flag
+    appended to a copied command works: ``auditor epoch 433 --db x.duckdb``."""
+    front, rest = [], []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        if a in GLOBAL_FLAGS or a.startswith(tuple(v + "=" for v in GLOBAL_VALUED)):
+            front.append(a)
+        elif a in GLOBAL_VALUED and i + 1 < len(argv):
+            front.extend(argv[i:i + 2])
+            i += 1
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
+def _click_exceptions():
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer releases that depend on click instead of carrying it
+        from click import exceptions
+    return exceptions
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one clear line per error and the documented exit code.
 
-    Usage errors are typer's (exit 2); AuditorError subclasses carry their own code;
-    anything else is an auditor bug, still one line unless --debug.
+    Usage errors are one plain line (exit 2); AuditorError subclasses carry their own
+    code; Ctrl-C is exit 130; anything else is an auditor bug, still one line unless --debug.
     """
+    args = hoist_globals(sys.argv[1:] if argv is None else list(argv))
+    state.debug = "--debug" in args[:args.index("--")] if "--" in args else "--debug" in args
+    click_exc = _click_exceptions()
     try:
-        app(args=sys.argv[1:] if argv is None else argv, prog_name="auditor")
+        code = typer.main.get_command(app).main(args=args, prog_name="auditor", standalone_mode=False)
+    except click_exc.UsageError as exc:
+        where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
+        print(f"auditor: error: {exc.format_message()}{where}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except click_exc.ClickException as exc:
+        print(f"auditor: error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("auditor: interrupted", file=sys.stderr)
+        sys.exit(130)
     except AuditorError as exc:
         if state.debug:
             traceback.print_exc()
@@ -240,8 +370,14 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:
+        if type(exc).__name__ == "InterruptException":   # DuckDB's, when Ctrl-C lands inside a query
+            print("auditor: interrupted", file=sys.stderr)
+            sys.exit(130)
         if state.debug:
             traceback.print_exc()
         print(f"auditor: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
               file=sys.stderr)
         sys.exit(EXIT_SOURCE)
+    if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130
+        print("auditor: interrupted", file=sys.stderr)
+    sys.exit(code or 0)

@@ -30,6 +30,8 @@ class Sources:
     replay: list[Path] = field(default_factory=list)
     timeout: float = 10.0
     retries: int = 3
+    offline: bool = False      # analyses: use only what the store holds
+    refresh: bool = False      # fetch a finished epoch again
 
     @property
     def any(self) -> bool:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .errors import EXIT_FINDINGS, EXIT_OK, EXIT_SOURCE
+
 
 def utc_text(t: datetime | None) -> str:
     """A time as people paste it: ``2026-09-23 00:03:36.172913Z`` (UTC), or '?' when unknown."""
@@ -52,32 +54,103 @@ class CollectReport:
 
 @dataclass
 class Table:
-    """A titled table of rows: what every renderer can show. ``columns`` fixes the order."""
+    """A titled table of rows: what every renderer can show. ``columns`` fixes the order.
+    ``narrow`` lists the columns a terminal table may drop when it is short of width
+    (never json, csv or md)."""
 
     title: str
     columns: list[str]
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    narrow: list[str] = field(default_factory=list)
+
+
+SEVERITIES = ("info", "warn", "error")                 # in rising order
+SUBJECT_KINDS = ("participant", "escrow", "model", "host_pair")
+
+
+@dataclass
+class Finding:
+    """One thing an analysis flags: a stable ``code``, a ``severity``, the ``subject`` it is
+    about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary`` and the
+    ``evidence``: the numbers, and the query or rows they came from."""
+
+    code: str
+    severity: str
+    subject: dict[str, Any]
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+        if self.subject.get("kind") not in SUBJECT_KINDS or "id" not in self.subject:
+            raise ValueError(f"subject {self.subject!r} needs kind in {SUBJECT_KINDS} and an id")
+        if "\n" in self.summary:
+            raise ValueError("a finding's summary is one line")
+
+    @property
+    def rank(self) -> int:
+        return SEVERITIES.index(self.severity)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "subject": self.subject, "model": self.model,
+                "summary": self.summary, "evidence": self.evidence}
+
+
+def ranked(findings: list[Finding]) -> list[Finding]:
+    """Most severe first; then by code and subject, so the order is stable."""
+    return sorted(findings, key=lambda f: (-f.rank, f.code, str(f.subject.get("id"))))
 
 
 @dataclass
 class Result:
-    """An analysis result: ``data`` is the JSON contract, ``tables`` the same facts laid
-    out for table/markdown/csv output (csv takes the table named by ``csv_table``)."""
+    """What every analysis returns, and every renderer presents.
 
-    kind: str
-    data: dict[str, Any]
-    tables: list[Table] = field(default_factory=list)
-    header: list[tuple[str, str]] = field(default_factory=list)   # key/value lines before the tables
-    csv_table: int = 0
-    exit_code: int = 0
-
-
-@dataclass
-class Section:
-    """One section of a report: ``data`` goes under ``key`` in the JSON, ``tables`` are shown."""
+    - ``key``: its key in the JSON of ``auditor epoch N`` (``miss_test``); ``title`` its heading.
+    - ``data``: the JSON-ready facts (the analysis's own keys).
+    - ``tables``: the same facts laid out for table, markdown and csv (csv writes ``csv_table``).
+    - ``findings``: what it flags.
+    - ``coverage``: the sources it relied on and what it needed and did not have
+      (``{"sources": [...], "missing": [...]}``); ``complete`` is False when something it
+      needed was missing, which makes a command exit 3.
+    - ``unavailable``: why the analysis could not run at all (no input), else None.
+    - ``header``: labelled key facts shown above the tables.
+    - ``parts``: for a report composed of analyses (``auditor epoch N``), their results.
+    """
 
     key: str
+    title: str
     data: Any
     tables: list[Table] = field(default_factory=list)
-    exit_code: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    complete: bool = True
+    unavailable: str | None = None
+    header: list[tuple[str, str]] = field(default_factory=list)
+    csv_table: int = 0
+    parts: list["Result"] = field(default_factory=list)     # a composed report's analyses, in order
+
+    @classmethod
+    def missing_input(cls, key: str, title: str, reason: str, sources: list[str]) -> "Result":
+        """The result of an analysis whose input is not in the store."""
+        return cls(key, title, {"available": False, "reason": reason}, [Table(title, [], [], [reason])],
+                   coverage={"sources": sources, "missing": [reason]}, complete=False, unavailable=reason)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON one analysis command prints: its data, its findings and its coverage
+        (a plain query result, with neither, is its data alone)."""
+        data = self.data if isinstance(self.data, dict) else {self.key: self.data}
+        if not self.coverage and not self.findings:
+            return data
+        return {**data, "findings": [f.to_dict() for f in ranked(self.findings)], "coverage": self.coverage}
+
+    def exit_code(self, fail_on: str | None) -> int:
+        """3 when data was incomplete (it outranks findings); 1 when a finding is at or above
+        ``fail_on``; else 0."""
+        if not self.complete:
+            return EXIT_SOURCE
+        if fail_on is not None and any(f.rank >= SEVERITIES.index(fail_on) for f in self.findings):
+            return EXIT_FINDINGS
+        return EXIT_OK

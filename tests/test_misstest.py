@@ -15,8 +15,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from auditor.analyses import misstest as mt
-from auditor.errors import SourceError
+from auditor.analyses import epoch_report, misstest as mt
+from auditor.analyses.frame import Options
 from auditor.report import render
 from auditor.store import Store, utcnow
 
@@ -325,7 +325,14 @@ def test_run_verdicts_and_contract():
     with _store() as s:
         res = mt.run(s, EPOCH)
     d = res.data
-    assert res.kind == "misstest" and res.exit_code == 0
+    assert res.key == "miss_test" and res.complete and res.exit_code(None) == 0
+    # one finding per participant the test zeroed; the one it fails and the chain paid is a discrepancy
+    assert {(f.code, f.subject["id"]) for f in res.findings} == {
+        ("reward_zeroed_miss_test", "gonka1b_missy"), ("miss_test_discrepancy", "gonka1f_paid")}
+    zeroed = next(f for f in res.findings if f.code == "reward_zeroed_miss_test")
+    assert zeroed.severity == "error" and zeroed.subject == {"kind": "participant", "id": "gonka1b_missy"}
+    assert (zeroed.evidence["missed"], zeroed.evidence["total"], zeroed.evidence["critical_misses"]) == (22, 159, 21)
+    assert res.exit_code("error") == 1 and res.exit_code("warn") == 1
     # T = 1209, M = 71 -> baseline 58 -> target 78 -> table 100 -> p0 0.1
     assert d["p0"] == 0.1 and d["skip"] is False
     assert d["p0_detail"]["path"] == mt.PATH_DYNAMIC and d["p0_detail"]["baseline_permille"] == 58
@@ -365,22 +372,23 @@ def test_run_verdicts_and_contract():
     assert dict(res.header)["skip (outage breaker)"] == "no"
 
 
-def test_run_missing_epoch_is_a_source_error():
-    with Store(":memory:") as s, pytest.raises(SourceError) as exc:
-        mt.run(s, 999)
-    assert str(exc.value) == "epoch 999 is not in the store; collect it first: auditor collect --epoch 999 --node URL"
-    assert exc.value.exit_code == 3
+def test_run_missing_epoch_is_unavailable_and_incomplete():
+    with Store(":memory:") as s:
+        res = mt.run(s, 999)
+    assert res.unavailable.startswith("epoch 999 is not in the store; collect it first: auditor collect --epoch 999")
+    assert res.data == {"available": False, "reason": res.unavailable}
+    assert not res.complete and res.exit_code("info") == 3 and res.findings == []
 
 
 def test_run_collected_but_unsettled_epoch_says_so():
-    with _store(settled=False, perf=[]) as s, pytest.raises(SourceError, match="not settled yet") as exc:
-        mt.run(s, EPOCH)
-    assert exc.value.exit_code == 3
+    with _store(settled=False, perf=[]) as s:
+        res = mt.run(s, EPOCH)
+    assert "not settled yet" in res.unavailable and res.exit_code(None) == 3
 
 
 def test_run_null_p0_unsettled_and_filter():
     with _store(p0=None, settled=False, excluded_coverage=False) as s:
-        res = mt.run(s, EPOCH, participant="gonka1b_missy")
+        res = mt.run(s, EPOCH, Options(participant="gonka1b_missy"))
     d = res.data
     assert d["p0"] == 0.1 and d["settled"] is False
     assert any("code default 0.10" in n for n in d["notes"])
@@ -393,7 +401,7 @@ def test_run_null_p0_unsettled_and_filter():
 
 def test_run_unknown_participant_is_a_note_not_a_crash():
     with _store() as s:
-        res = mt.run(s, EPOCH, participant="gonka1nobody")
+        res = mt.run(s, EPOCH, Options(participant="gonka1nobody"))
     assert res.data["participants"] == [] and any("gonka1nobody" in n for n in res.data["notes"])
 
 
@@ -432,12 +440,11 @@ def test_run_exact_path_when_governance_p0_is_above_one_half():
     assert (r["verdict"], r["passed"], r["p_value"]) == ("passed", True, 1)
 
 
-def test_section_for_the_epoch_report():
+def test_in_the_epoch_report():
     with _store() as s:
-        sec = mt.section(s, EPOCH, "gonka1b_missy")
-    assert sec.key == "miss_test" and sec.data["available"] is True
-    assert [p["verdict"] for p in sec.data["participants"]] == ["zeroed_by_miss_test"]
-    assert sec.tables[0].notes[0].startswith("p0 used: 0.100")
-    with Store(":memory:") as s:
-        sec = mt.section(s, EPOCH)
-    assert sec.data["available"] is False and sec.tables[0].rows == [] and sec.exit_code == 0
+        rep = epoch_report.run(s, EPOCH, Options(participant="gonka1b_missy"))
+    assert [p["verdict"] for p in rep.data["miss_test"]["participants"]] == ["zeroed_by_miss_test"]
+    assert rep.data["miss_test"]["available"] is True
+    assert [(f.code, f.subject["id"]) for f in rep.findings] == [("reward_zeroed_miss_test", "gonka1b_missy")]
+    part = next(p for p in rep.parts if p.key == "miss_test")
+    assert dict(part.header)["p0 used"].startswith("0.100")

@@ -4,18 +4,22 @@ One entry per source. The chain entry lists the items of the fetch plan that wer
 not obtained; each gateway source (accounting, gateway_log, metrics) says what it
 read, what it loaded, the time range it covers and which of the epoch's windows
 (the effective span and each confirmation PoC) it does not cover. A source never
-collected says so: unknown is not zero.
+collected says so: unknown is not zero. ``run`` is the ``coverage`` section of
+``auditor epoch N``; its data is also the report's top-level ``coverage``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..result import Section, Table, utc_text
+from ..result import Result, Table, utc_text
 from ..store import Store
+from .frame import Options
+
+KEY, TITLE = "coverage", "Coverage"
 
 
-def section(store: Store, epoch: int, participant: str | None = None) -> Section:
+def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     windows = store.query("epoch_windows", epoch=epoch)
     items = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
     data: dict[str, Any] = {"chain": chain(items.get("chain"))}
@@ -31,16 +35,14 @@ def section(store: Store, epoch: int, participant: str | None = None) -> Section
             "time range": " … ".join(utc_text(t) for t in entry.get("time_range") or []) or None,
             "missing": "; ".join(entry["missing"]) or None,
         })
-    return Section("coverage", data, [Table("Coverage", ["source", "collected", "loaded", "time range", "missing"], rows)])
+    table = Table(TITLE, ["source", "collected", "loaded", "time range", "missing"], rows)
+    return Result(KEY, TITLE, data, [table], coverage={"sources": list(data), "missing": []})
 
 
-def _timed(windows: list[dict[str, Any]], missing: list[str]):
-    """The windows whose start and end times are known; the others are noted in ``missing``."""
-    for w in windows:
-        if w["start_time"] is None or w["end_time"] is None:
-            missing.append(f"{w['window']}: window times unknown (block times not collected)")
-        else:
-            yield w
+def _untimed(windows: list[dict[str, Any]]) -> list[str]:
+    """One line for each window whose start or end time is not known."""
+    return [f"{w['window']}: window times unknown (block times not collected)"
+            for w in windows if w["start_time"] is None or w["end_time"] is None]
 
 
 def _loaded_text(entry: dict[str, Any]) -> str | None:
@@ -78,16 +80,12 @@ def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str
     if not scrapes["scrapes"]:
         return {"collected": False, "urls": [], "loaded": {}, "time_range": None, "windows": [],
                 "missing": ["no metrics scraped (collect with --metrics URL)"]}
-    per_window, missing = [], []
-    for w in _timed(windows, missing):
-        (r,) = store.query("coverage_metrics", start=w["start_time"], end=w["end_time"])
-        measured = r["last_scrape_before_start"] is not None and r["first_scrape_after_end"] is not None
-        per_window.append({"window": w["window"], "scrapes_inside": r["scrapes_inside"],
-                           "scrape_before_start": r["last_scrape_before_start"],
-                           "scrape_after_end": r["first_scrape_after_end"], "measurable": measured})
-        if not measured:
-            missing.append(f"{w['window']}: counters need a scrape at or before {utc_text(w['start_time'])} "
-                           f"and one at or after {utc_text(w['end_time'])}")
+    per_window = store.query("coverage_metrics_windows", epoch=epoch)
+    missing = _untimed(windows)
+    for w in per_window:
+        if not w["measurable"]:
+            missing.append(f"{w['window']}: counters need a scrape at or before {utc_text(w['start'])} "
+                           f"and one at or after {utc_text(w['end'])}")
     return {"collected": True, "urls": scrapes["urls"], "loaded": {"scrapes": scrapes["scrapes"]},
             "time_range": [scrapes["first_scrape"], scrapes["last_scrape"]], "windows": per_window,
             "missing": missing}
@@ -101,19 +99,14 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
     rejected = {r["reason"]: r["lines"] for r in store.query("coverage_gateway_log_rejects")}
     first = min((f["first_ts"] for f in files if f["first_ts"] is not None), default=None)
     last = max((f["last_ts"] for f in files if f["last_ts"] is not None), default=None)
-    per_window, missing = [], []
-    for w in _timed(windows, missing):
-        (r,) = store.query("coverage_gateway_log_window", start=w["start_time"], end=w["end_time"])
-        covered = first is not None and first <= w["start_time"] and last is not None and last >= w["end_time"]
-        per_window.append({"window": w["window"], "start": w["start_time"], "end": w["end_time"],
-                           "lines": r["lines"], "first_line": r["first_ts"], "last_line": r["last_ts"],
-                           "fully_covered": covered})
-        if not r["lines"]:
-            missing.append(f"{w['window']}: no log lines between {utc_text(w['start_time'])} "
-                           f"and {utc_text(w['end_time'])}")
-        elif not covered:
-            missing.append(f"{w['window']}: logs cover only {utc_text(r['first_ts'])} … {utc_text(r['last_ts'])} "
-                           f"of {utc_text(w['start_time'])} … {utc_text(w['end_time'])}")
+    per_window = store.query("coverage_gateway_log_windows", epoch=epoch)
+    missing = _untimed(windows)
+    for w in per_window:
+        if not w["lines"]:
+            missing.append(f"{w['window']}: no log lines between {utc_text(w['start'])} and {utc_text(w['end'])}")
+        elif not w["fully_covered"]:
+            missing.append(f"{w['window']}: logs cover only {utc_text(w['first_line'])} … "
+                           f"{utc_text(w['last_line'])} of {utc_text(w['start'])} … {utc_text(w['end'])}")
     labels = store.query("coverage_host_labels")
     unresolved = [r for r in labels if r["status"] != "resolved"]
     if unresolved:

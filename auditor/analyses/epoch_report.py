@@ -1,46 +1,44 @@
-"""`auditor epoch N`: the epoch's report, assembled from sections.
+"""`auditor epoch N`: every analysis of the epoch, composed into one report.
 
-A section is a function ``(store, epoch, participant) -> Section``; its ``key`` is
-its key in the JSON report and its tables are shown in order. Adding an analysis
-to the report is writing one module with such a function and listing it in
-``SECTIONS`` below.
+``ANALYSES`` lists them in report order; each is ``run(store, epoch, options) -> Result``
+(``frame.py``). Adding an analysis to the report is one line here. The report's JSON
+has ``epoch``, ``settled``, ``complete``, one key per analysis (its ``Result.key``), all
+findings ranked by severity, and ``coverage`` (the coverage analysis's per-source data).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import SourceError
-from ..result import Result, Section
+from ..result import Result, ranked
 from ..store import Store
-from . import coverage, epoch_header, misstest
+from . import coverage, epoch_facts, misstest, preserved
+from .frame import Options, require_epoch
 
-SectionFn = Callable[[Store, int, "str | None"], Section]
+Analysis = Callable[[Store, int, Options], Result]
 
-SECTIONS: list[SectionFn] = [
-    epoch_header.heights,
-    epoch_header.models,
-    epoch_header.cpoc_events,
-    epoch_header.preserved_nodes,
-    coverage.section,
-    misstest.section,
+ANALYSES: list[Analysis] = [
+    epoch_facts.heights,
+    epoch_facts.models,
+    epoch_facts.cpoc_events,
+    preserved.run,
+    coverage.run,
+    misstest.run,
 ]
 
 
-def run(store: Store, epoch: int, *, participant: str | None = None) -> Result:
-    row = store.one(
-        "SELECT settled, complete FROM chain_epochs WHERE epoch = ?", [epoch])
-    if row is None:
-        raise SourceError(f"epoch {epoch} is not in the store; collect it first: "
-                          f"auditor epoch {epoch} --node URL (or --replay DIR)")
-    settled, complete = row
+def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+    options = options or Options()
+    settled, complete = require_epoch(store, epoch)
+    parts = [analysis(store, epoch, options) for analysis in ANALYSES]
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
-    result = Result(kind=f"epoch {epoch}", data=data)
-    result.header.append(("settled", "yes" if settled else "no (epoch N+1 not settled yet: numbers may change)"))
-    result.header.append(("chain data complete", "yes" if complete else "no: see coverage"))
-    for fn in SECTIONS:
-        sec = fn(store, epoch, participant)
-        data[sec.key] = sec.data
-        result.tables.extend(sec.tables)
-        result.exit_code = max(result.exit_code, sec.exit_code)
-    return result
+    cov: dict = {}
+    for part in parts:
+        if part.key == coverage.KEY:
+            cov = part.data
+        else:
+            data[part.key] = part.data
+    header = [("settled", "yes" if settled else "no (epoch N+1 not settled yet: numbers may change)"),
+              ("chain data complete", "yes" if complete else "no: see coverage")]
+    return Result("epoch", f"epoch {epoch}", data, findings=ranked([f for p in parts for f in p.findings]),
+                  coverage=cov, complete=all(p.complete for p in parts), header=header, parts=parts)

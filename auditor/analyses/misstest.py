@@ -8,8 +8,10 @@ reward was zero for another reason, or it was paid.
 
 Pure functions (no database): :func:`load_tables`, :func:`critical_misses`,
 :func:`missed_stat_test`, :func:`chain_binomial_p_value`, :func:`dynamic_p0`.
-The analysis: :func:`run` (reads ``queries/misstest_inputs.sql``) and :func:`section`, the
-same as one section of ``auditor epoch N``.
+The analysis: :func:`run` (reads ``queries/misstest_inputs.sql``), also the ``miss_test``
+section of ``auditor epoch N``. Findings: ``reward_zeroed_miss_test`` (error) for every
+participant the test zeroed, ``miss_test_discrepancy`` (warn) for one that fails the
+recomputed test and was paid all the same.
 
 Fidelity notes, checked against the chain source (``calculations/stats.go``,
 ``keeper/bitcoin_rewards.go``, ``keeper/accountsettle.go``):
@@ -46,8 +48,8 @@ from importlib.resources import files
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import SourceError
-from ..result import Result, Section, Table
+from ..result import Finding, Result, Table
+from .frame import Options, not_stored
 
 # -- constants of the chain (chain-api.md section 10) ---------------------------------------
 SUPPORTED_PERMILLE = (50, 100, 200, 300, 400, 500)
@@ -585,25 +587,48 @@ def _p0_explanation(p0r: P0Result, gov_source: str) -> str:
             f"{p0r.target_permille}‰ -> table {p0r.selected_permille}‰; {gov_part}; the larger is used)")
 
 
-def _no_summary_error(store: Any, epoch: int) -> SourceError:
+KEY, TITLE = "miss_test", "Miss test"
+
+
+def _no_summary_reason(store: Any, epoch: int) -> str:
     """Why there is no performance summary: not collected, not settled yet, or lost."""
     known = store.rows("SELECT settled FROM chain_epochs WHERE epoch = ?", [epoch])
     if known and not known[0]["settled"]:
-        return SourceError(f"epoch {epoch} is not settled yet: the chain writes its performance summary at "
-                           f"settlement (V(N+1)); collect it again after that: "
-                           f"auditor collect --epoch {epoch} --node URL")
+        return (f"epoch {epoch} is not settled yet: the chain writes its performance summary at "
+                f"settlement (V(N+1)); collect it again after that: auditor collect --epoch {epoch} --node URL")
     if known:
-        return SourceError(f"epoch {epoch} is in the store without its performance summary; collect it again: "
-                           f"auditor collect --epoch {epoch} --refresh --node URL")
-    return SourceError(f"epoch {epoch} is not in the store; collect it first: "
-                       f"auditor collect --epoch {epoch} --node URL")
+        return (f"epoch {epoch} is in the store without its performance summary; collect it again: "
+                f"auditor collect --epoch {epoch} --refresh --node URL")
+    return not_stored(epoch)
 
 
-def run(store: Any, epoch: int, participant: str | None = None) -> Result:
+def _findings(assessed: list[dict[str, Any]], epoch: int) -> list[Finding]:
+    out = []
+    for a in assessed:
+        if a["verdict"] != "zeroed_by_miss_test":
+            continue
+        evidence = {"total": a["total"], "missed": a["missed"], "miss_share": _float(a["miss_share"]),
+                    "critical_misses": a["critical_misses"], "p0": float(a["p0"]), "p_value": _float(a["p_value"]),
+                    "rewarded_coins": a["rewarded_coins"]}
+        evidence["query"] = "queries/misstest_inputs.sql"
+        evidence["row"] = {"epoch": epoch, "participant": a["participant"]}
+        subject = {"kind": "participant", "id": a["participant"]}
+        if a["discrepancy"]:
+            out.append(Finding("miss_test_discrepancy", "warn", subject,
+                               f"fails the recomputed miss test yet the chain paid {a['rewarded_coins']} "
+                               "rewarded_coins: the chain's p0 or inputs differ", evidence))
+        else:
+            out.append(Finding("reward_zeroed_miss_test", "error", subject,
+                               f"epoch reward zeroed by the miss test: {a['reason']}", evidence))
+    return out
+
+
+def run(store: Any, epoch: int, options: Options | None = None) -> Result:
     """Recompute epoch ``epoch``'s miss test from the store and classify every participant."""
+    participant = (options or Options()).participant
     rows = store.query("misstest_inputs", epoch=epoch)
     if not rows:
-        raise _no_summary_error(store, epoch)
+        return Result.missing_input(KEY, TITLE, _no_summary_reason(store, epoch), ["chain"])
     ctx = rows[0]
     notes: list[str] = []
 
@@ -631,10 +656,12 @@ def run(store: Any, epoch: int, participant: str | None = None) -> Result:
 
     excluded_known = bool(ctx.get("excluded_rows")) or ctx.get("excluded_status") == "ok"
     root_known = bool(ctx.get("root_weight_rows")) or ctx.get("root_status") == "ok"
+    unknown = []          # inputs the verdicts use that the store does not hold
     if not excluded_known:
-        notes.append("the exclusion list of this epoch was not collected: exclusions are unknown")
+        unknown.append("the exclusion list of this epoch was not collected: exclusions are unknown")
     if not root_known:
-        notes.append("root validation weights of this epoch were not collected: missing weights are unknown")
+        unknown.append("root validation weights of this epoch were not collected: missing weights are unknown")
+    notes.extend(unknown)
 
     assessed = [_assess(r, p0r, excluded_known, root_known) for r in rows]
     if participant is not None:
@@ -671,6 +698,7 @@ def run(store: Any, epoch: int, participant: str | None = None) -> Result:
     p0_detail["governance_source"] = gov_source
     data = {
         "epoch": epoch,
+        "available": True,
         "p0": float(p0r.p0),
         "network_miss_share": network_share,
         "skip": p0r.skip,
@@ -686,7 +714,7 @@ def run(store: Any, epoch: int, participant: str | None = None) -> Result:
     for tr, a in zip(table_rows, assessed):
         if a["discrepancy"]:
             tr["reason"] = f"{a['reason']}; DISCREPANCY: {a['discrepancy']}"
-    table = Table(title="Miss test", columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes))
+    table = Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes))
 
     header = [
         ("epoch", str(epoch)),
@@ -700,23 +728,5 @@ def run(store: Any, epoch: int, participant: str | None = None) -> Result:
     ]
     if discrepancies:
         header.append(("discrepancies", str(len(discrepancies))))
-    return Result(kind="misstest", data=data, tables=[table], header=header, csv_table=0, exit_code=0)
-
-
-def section(store: Any, epoch: int, participant: str | None = None) -> Section:
-    """The miss test as a section of the epoch report (key ``miss_test``).
-
-    ``data`` is :func:`run`'s data plus ``available: true``; the header lines of
-    :func:`run` become the first notes of the table. Without a performance summary in the
-    store (epoch not settled yet, or not collected) the section says so instead of failing
-    the whole report: ``{"available": false, "reason": ...}`` and no table.
-    """
-    try:
-        res = run(store, epoch, participant=participant)
-    except SourceError as exc:
-        reason = str(exc)  # says whether the epoch is not settled yet, was not collected, or lost its summary
-        return Section("miss_test", {"available": False, "reason": reason},
-                       [Table("Miss test", list(TABLE_COLUMNS_OUT), [], [reason])])
-    table = res.tables[0]
-    table.notes = [f"{k}: {v}" for k, v in res.header if k not in ("epoch", "settled")] + table.notes
-    return Section("miss_test", {"available": True, **res.data}, [table], res.exit_code)
+    coverage = {"sources": ["chain"], "missing": [], "unknown": unknown}
+    return Result(KEY, TITLE, data, [table], _findings(assessed, epoch), coverage, header=header)

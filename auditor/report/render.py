@@ -5,13 +5,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
+import tempfile
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..result import Result, Table, utc_text
+from ..result import Finding, Result, Table, ranked, utc_text
 
 
 def _json_default(v: Any) -> Any:
@@ -53,22 +56,45 @@ def _numeric(t: Table, col: str) -> bool:
     return bool(vals) and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in vals)
 
 
+def findings_table(findings: list[Finding]) -> Table:
+    """The findings as rows: what table, markdown and csv show of them."""
+    rows = [{"severity": f.severity, "code": f.code, "subject": f"{f.subject['kind']} {f.subject['id']}",
+             "model": f.model, "summary": f.summary} for f in ranked(findings)]
+    return Table("Findings", ["severity", "code", "subject", "model", "summary"], rows)
+
+
+def _md_table(out: io.StringIO, t: Table, level: str) -> None:
+    out.write(f"\n{level} {t.title}\n\n")
+    if not t.rows:
+        out.write("_none_\n")
+    else:
+        out.write("| " + " | ".join(t.columns) + " |\n")
+        out.write("|" + "|".join("---:" if _numeric(t, c) else "---" for c in t.columns) + "|\n")
+        for r in t.rows:
+            out.write("| " + " | ".join(cell(r.get(c)).replace("|", "\\|") for c in t.columns) + " |\n")
+    for n in t.notes:
+        out.write(f"\n{n}\n")
+
+
+def _md_header(out: io.StringIO, header: list[tuple[str, str]]) -> None:
+    for k, v in header:
+        out.write(f"- **{k}**: {v}\n")
+
+
 def to_markdown(result: Result) -> str:
     out = io.StringIO()
-    out.write(f"# {result.kind}\n\n")
-    for k, v in result.header:
-        out.write(f"- **{k}**: {v}\n")
+    out.write(f"# {result.title}\n\n")
+    _md_header(out, result.header)
+    if result.findings or result.parts:
+        _md_table(out, findings_table(result.findings), "##")
     for t in result.tables:
-        out.write(f"\n## {t.title}\n\n")
-        if not t.rows:
-            out.write("_none_\n")
-        else:
-            out.write("| " + " | ".join(t.columns) + " |\n")
-            out.write("|" + "|".join("---:" if _numeric(t, c) else "---" for c in t.columns) + "|\n")
-            for r in t.rows:
-                out.write("| " + " | ".join(cell(r.get(c)).replace("|", "\\|") for c in t.columns) + " |\n")
-        for n in t.notes:
-            out.write(f"\n{n}\n")
+        _md_table(out, t, "##")
+    for part in result.parts:
+        if part.header:
+            out.write(f"\n## {part.title}\n\n")
+            _md_header(out, part.header)
+        for t in part.tables:
+            _md_table(out, t, "###" if part.header else "##")
     return out.getvalue()
 
 
@@ -92,43 +118,97 @@ def _csv_value(v: Any) -> Any:
     return v
 
 
-def print_rich(result: Result) -> None:
+def print_rich(result: Result, file: Any = None) -> None:
+    """The report as aligned tables on ``file`` (stdout by default): on a terminal at its
+    width, elsewhere (a file, a pipe, cron) 250 columns wide so nothing wraps."""
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    # on a terminal use its width; into a file or pipe (cron) do not wrap at 80 columns
-    console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 250)
-    console.print(f"[bold]{result.kind}[/bold]")
-    for k, v in result.header:
-        console.print(f"  {k}: {v}", markup=False)
-    for t in result.tables:
-        rt = RichTable(title=t.title, title_justify="left", title_style="bold")
-        for c in t.columns:
-            rt.add_column(c, justify="right" if _numeric(t, c) else "left", overflow="fold")
-        for r in t.rows:
-            rt.add_row(*(cell(r.get(c)) for c in t.columns))
+    file = file or sys.stdout
+    terminal = file.isatty()
+    console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else 250)
+
+    def header(lines: list[tuple[str, str]]) -> None:
+        for k, v in lines:
+            console.print(f"  {k}: {v}", markup=False)
+
+    def table(t: Table) -> None:
         console.print()
-        if t.rows:
-            console.print(rt)
-        else:
+        if not t.rows:
             console.print(f"[bold]{t.title}[/bold]: none")
+        else:
+            rt = RichTable(title=t.title, title_justify="left", title_style="bold")
+            for c in t.columns:
+                rt.add_column(c, justify="right" if _numeric(t, c) else "left", overflow="fold")
+            for r in t.rows:
+                rt.add_row(*(cell(r.get(c)) for c in t.columns))
+            console.print(rt)
         for n in t.notes:
             console.print(n, markup=False)
 
+    console.print(f"[bold]{result.title}[/bold]")
+    header(result.header)
+    if result.findings or result.parts:
+        table(findings_table(result.findings))
+    for t in result.tables:
+        table(t)
+    for part in result.parts:
+        if part.header:
+            console.print()
+            console.print(f"[bold]{part.title}[/bold]")
+            header(part.header)
+        for t in part.tables:
+            table(t)
 
-def emit(result: Result, fmt: str) -> None:
+
+def render(result: Result, fmt: str) -> str:
+    """The whole report in one format, as text (the table format as for a file)."""
     if fmt == "json":
-        sys.stdout.write(to_json(result.data) + "\n")
-    elif fmt == "md":
-        sys.stdout.write(to_markdown(result))
-    elif fmt == "csv":
+        return to_json(result.to_json()) + "\n"
+    if fmt == "md":
+        return to_markdown(result)
+    if fmt == "csv":
+        if result.parts:
+            return to_csv(findings_table(result.findings))
         if not result.tables:
-            raise UsageError(f"{result.kind} has no table to write as CSV")
-        sys.stdout.write(to_csv(result.tables[result.csv_table]))
+            raise UsageError(f"{result.title} has no table to write as CSV")
+        return to_csv(result.tables[result.csv_table])
+    if fmt == "table":
+        out = io.StringIO()
+        print_rich(result, out)
+        return out.getvalue()
+    raise UsageError(f"unknown format {fmt!r}")
+
+
+def emit(result: Result, fmt: str, output: Path | None = None) -> None:
+    """Print the report, or write it to ``output`` atomically (a temp file beside it, then
+    a rename), so a reader never sees half a report."""
+    if output is not None:
+        write_atomic(output, render(result, fmt))
     elif fmt == "table":
         print_rich(result)
     else:
-        raise UsageError(f"unknown format {fmt!r}")
+        sys.stdout.write(render(result, fmt))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"--output {path} is a directory; give a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def query_result(store, sql: str) -> Result:
@@ -142,4 +222,4 @@ def query_result(store, sql: str) -> Result:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from exc
     columns = [d[0] for d in cur] if cur else (list(rows[0]) if rows else [])
     table = Table(title=f"{len(rows)} row(s)", columns=columns, rows=rows)
-    return Result(kind="sql", data={"columns": columns, "rows": rows}, tables=[table])
+    return Result("sql", "sql", {"columns": columns, "rows": rows}, tables=[table])

@@ -1,0 +1,39 @@
+"""The epoch's facts from the chain, as the first sections of ``auditor epoch N``:
+heights and block times, models and weights, confirmation PoC events and their windows.
+Each is an analysis without findings (``run(store, epoch, options) -> Result``)."""
+
+from __future__ import annotations
+
+from ..result import Result, Table
+from ..store import Store
+from .frame import Options
+
+
+def heights(store: Store, epoch: int, options: Options | None = None) -> Result:
+    rows = store.query("epoch_heights", epoch=epoch)
+    notes = []
+    if any(r["time"] is None for r in rows):
+        notes.append("— = block time not collected (height not reached yet, or the node could not serve it).")
+    return _fact("heights", "Heights", rows, Table("Heights", ["name", "height", "time"], rows, notes))
+
+
+def models(store: Store, epoch: int, options: Options | None = None) -> Result:
+    rows = store.query("epoch_models", epoch=epoch)
+    cols = ["model_id", "members", "nodes", "total_weight", "w_m", "weight_scale_factor",
+            "poc_slot_allocation", "preserved_target"]
+    notes = ["w_m = sum of ml_nodes poc_weight (raw model units); preserved_target = "
+             "trunc(poc_slot_allocation x w_m), the chain's per-model target."]
+    return _fact("models", "Models", rows, Table("Models", cols, rows, notes))
+
+
+def cpoc_events(store: Store, epoch: int, options: Options | None = None) -> Result:
+    rows = store.query("epoch_cpoc_events", epoch=epoch)
+    cols = ["event_sequence", "phase", "trigger_height", "gen_start", "gen_end", "val_start", "val_end",
+            "gen_start_time", "val_end_time"]
+    notes = ["Grace period [trigger, gen_start); generation [gen_start, gen_end]; validation "
+             "[val_start, val_end]. Only preserved hosts serve from trigger to val_end."]
+    return _fact("cpoc_events", "Confirmation PoC events", rows, Table("Confirmation PoC events", cols, rows, notes))
+
+
+def _fact(key: str, title: str, rows: list[dict], table: Table) -> Result:
+    return Result(key, title, rows, [table], coverage={"sources": ["chain"], "missing": []})
