@@ -113,27 +113,20 @@ class Store:
 
     def create_views(self) -> None:
         """Define every view of ``queries/views/`` (when their text changed since the last
-        time) and drop views that are no longer defined there. A view may read another: the
-        files are tried in name order and those whose dependencies do not exist yet again."""
+        time) and drop views that are no longer defined there. A view that reads another
+        (its file names it) is defined after it."""
         files = {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "views").glob("*.sql"))}
         digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
         if self.one("SELECT digest FROM schema_views") == (digest,):
             return
         with self.transaction():
-            pending = dict(files)
-            while pending:
-                failed: dict[str, str] = {}
-                errors = []
-                for name, sql in pending.items():
-                    try:
-                        self.con.execute(sql)
-                    except duckdb.CatalogException as exc:   # reads a view not defined yet
-                        failed[name] = sql
-                        errors.append(f"{name}: {str(exc).splitlines()[0]}")
-                if len(failed) == len(pending):
-                    raise StoreError("cannot define the views: " + "; ".join(errors))
-                pending = failed
+            for name in _dependency_order(files):
+                try:
+                    self.con.execute(files[name])
+                except duckdb.Error as exc:
+                    raise StoreError(f"cannot define the view in queries/views/{name}.sql: "
+                                     f"{str(exc).splitlines()[0]}") from exc
             for (name,) in self.con.execute(
                     "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'").fetchall():
                 if name not in files:
@@ -306,6 +299,20 @@ def _as_text(v: Any) -> str:
     if isinstance(v, (list, tuple, dict)):
         return json.dumps(v, default=str)
     return str(v)
+
+
+def _dependency_order(views: Mapping[str, str]) -> list[str]:
+    """View names ordered so that each comes after the views its SQL names."""
+    words = {name: set(re.findall(r"\w+", sql)) & (set(views) - {name}) for name, sql in views.items()}
+    order: list[str] = []
+    while words:
+        ready = sorted(n for n, deps in words.items() if not deps - set(order))
+        if not ready:
+            raise StoreError("the views in queries/views/ read each other in a cycle: " + ", ".join(sorted(words)))
+        order.extend(ready)
+        for n in ready:
+            del words[n]
+    return order
 
 
 def _check_name(name: str) -> None:

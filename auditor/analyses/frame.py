@@ -25,12 +25,18 @@ class Options:
     until: datetime | None = None
 
 
-def require_epoch(store: Store, epoch: int) -> tuple[bool, bool]:
-    """``(settled, complete)`` of a stored epoch; a clear error when it is not stored."""
+def epoch_state(store: Store, epoch: int) -> tuple[bool, bool] | None:
+    """``(settled, complete)`` of a stored epoch, or None when the store does not hold it."""
     row = store.one("SELECT settled, complete FROM chain_epochs WHERE epoch = ?", [epoch])
-    if row is None:
+    return None if row is None else (bool(row[0]), bool(row[1]))
+
+
+def require_epoch(store: Store, epoch: int) -> tuple[bool, bool]:
+    """:func:`epoch_state`, with a clear error when the epoch is not stored."""
+    state = epoch_state(store, epoch)
+    if state is None:
         raise SourceError(not_stored(epoch))
-    return bool(row[0]), bool(row[1])
+    return state
 
 
 def not_stored(epoch: int) -> str:

@@ -49,7 +49,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..result import Finding, Result, Table
-from .frame import Options, not_stored
+from .frame import Options, epoch_state, not_stored
 
 # -- constants of the chain (chain-api.md section 10) ---------------------------------------
 SUPPORTED_PERMILLE = (50, 100, 200, 300, 400, 500)
@@ -592,8 +592,8 @@ KEY, TITLE = "miss_test", "Miss test"
 
 def _no_summary_reason(store: Any, epoch: int) -> str:
     """Why there is no performance summary: not collected, not settled yet, or lost."""
-    known = store.rows("SELECT settled FROM chain_epochs WHERE epoch = ?", [epoch])
-    if known and not known[0]["settled"]:
+    known = epoch_state(store, epoch)
+    if known and not known[0]:
         return (f"epoch {epoch} is not settled yet: the chain writes its performance summary at "
                 f"settlement (V(N+1)); collect it again after that: auditor collect --epoch {epoch} --node URL")
     if known:

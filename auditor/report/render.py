@@ -11,6 +11,7 @@ import tempfile
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
@@ -63,38 +64,43 @@ def findings_table(findings: list[Finding]) -> Table:
     return Table("Findings", ["severity", "code", "subject", "model", "summary"], rows)
 
 
-def _md_table(out: io.StringIO, t: Table, level: str) -> None:
-    out.write(f"\n{level} {t.title}\n\n")
-    if not t.rows:
-        out.write("_none_\n")
-    else:
-        out.write("| " + " | ".join(t.columns) + " |\n")
-        out.write("|" + "|".join("---:" if _numeric(t, c) else "---" for c in t.columns) + "|\n")
-        for r in t.rows:
-            out.write("| " + " | ".join(cell(r.get(c)).replace("|", "\\|") for c in t.columns) + " |\n")
-    for n in t.notes:
-        out.write(f"\n{n}\n")
-
-
-def _md_header(out: io.StringIO, header: list[tuple[str, str]]) -> None:
-    for k, v in header:
-        out.write(f"- **{k}**: {v}\n")
+def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
+    """The order every text format follows, as ``(kind, depth, item)``: the title, the
+    header lines, the findings (of a composed report: all, ranked), the tables, then each
+    part's title, header and tables. kind is 'title', 'header' or 'table'."""
+    yield "title", 1, result.title
+    if result.header:
+        yield "header", 1, result.header
+    if result.findings or result.parts:
+        yield "table", 2, findings_table(result.findings)
+    for t in result.tables:
+        yield "table", 2, t
+    for part in result.parts:
+        if part.header:
+            yield "title", 2, part.title
+            yield "header", 2, part.header
+        for t in part.tables:
+            yield "table", 3 if part.header else 2, t
 
 
 def to_markdown(result: Result) -> str:
     out = io.StringIO()
-    out.write(f"# {result.title}\n\n")
-    _md_header(out, result.header)
-    if result.findings or result.parts:
-        _md_table(out, findings_table(result.findings), "##")
-    for t in result.tables:
-        _md_table(out, t, "##")
-    for part in result.parts:
-        if part.header:
-            out.write(f"\n## {part.title}\n\n")
-            _md_header(out, part.header)
-        for t in part.tables:
-            _md_table(out, t, "###" if part.header else "##")
+    for kind, depth, item in layout(result):
+        if kind == "title":
+            out.write(("" if depth == 1 else "\n") + f"{'#' * depth} {item}\n\n")
+        elif kind == "header":
+            out.writelines(f"- **{k}**: {v}\n" for k, v in item)
+        else:
+            out.write(f"\n{'#' * depth} {item.title}\n\n")
+            if not item.rows:
+                out.write("_none_\n")
+            else:
+                out.write("| " + " | ".join(item.columns) + " |\n")
+                out.write("|" + "|".join("---:" if _numeric(item, c) else "---" for c in item.columns) + "|\n")
+                for r in item.rows:
+                    out.write("| " + " | ".join(cell(r.get(c)).replace("|", "\\|") for c in item.columns) + " |\n")
+            for n in item.notes:
+                out.write(f"\n{n}\n")
     return out.getvalue()
 
 
@@ -128,37 +134,27 @@ def print_rich(result: Result, file: Any = None) -> None:
     terminal = file.isatty()
     console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else 250)
 
-    def header(lines: list[tuple[str, str]]) -> None:
-        for k, v in lines:
-            console.print(f"  {k}: {v}", markup=False)
-
-    def table(t: Table) -> None:
-        console.print()
-        if not t.rows:
-            console.print(f"[bold]{t.title}[/bold]: none")
+    for kind, depth, item in layout(result):
+        if kind == "title":
+            if depth > 1:
+                console.print()
+            console.print(f"[bold]{item}[/bold]")
+        elif kind == "header":
+            for k, v in item:
+                console.print(f"  {k}: {v}", markup=False)
         else:
-            rt = RichTable(title=t.title, title_justify="left", title_style="bold")
-            for c in t.columns:
-                rt.add_column(c, justify="right" if _numeric(t, c) else "left", overflow="fold")
-            for r in t.rows:
-                rt.add_row(*(cell(r.get(c)) for c in t.columns))
-            console.print(rt)
-        for n in t.notes:
-            console.print(n, markup=False)
-
-    console.print(f"[bold]{result.title}[/bold]")
-    header(result.header)
-    if result.findings or result.parts:
-        table(findings_table(result.findings))
-    for t in result.tables:
-        table(t)
-    for part in result.parts:
-        if part.header:
             console.print()
-            console.print(f"[bold]{part.title}[/bold]")
-            header(part.header)
-        for t in part.tables:
-            table(t)
+            if not item.rows:
+                console.print(f"[bold]{item.title}[/bold]: none")
+            else:
+                rt = RichTable(title=item.title, title_justify="left", title_style="bold")
+                for c in item.columns:
+                    rt.add_column(c, justify="right" if _numeric(item, c) else "left", overflow="fold")
+                for r in item.rows:
+                    rt.add_row(*(cell(r.get(c)) for c in item.columns))
+                console.print(rt)
+            for n in item.notes:
+                console.print(n, markup=False)
 
 
 def render(result: Result, fmt: str) -> str:
