@@ -97,5 +97,11 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
             for url in sources.metrics:
                 c = stack.enter_context(client(sources, [url], "metrics"))
                 reports.append(metrics.scrape(store, c, progress))
+        if sources.nodes:
+            # last: the escrow ids to probe come from the logs and accounting read above
+            from .sources import escrows
+
+            c = stack.enter_context(client(sources, sources.nodes, "escrows"))
+            reports.append(escrows.collect(store, c, progress))
     return reports
 

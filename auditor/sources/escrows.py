@@ -1,0 +1,143 @@
+"""The escrow-record collector: ``GET devshard_escrow/{id}`` for every escrow the store has seen.
+
+The chain has no list or by-epoch escrow query (chain-api.md 12.6), so the ids come from
+the gateway's logs and its accounting API (``queries/remints_escrows_to_probe.sql``). Each
+answer ``{"escrow": DevshardEscrow, "found": bool}`` (12.3) becomes one row of
+``chain_escrows`` (``queries/schema/010_chain_escrows.sql``):
+
+- ``found: false`` is stored as such: the id never existed, or was pruned (the chain keeps
+  the current and previous epoch's escrows only). One below the largest id found is known to
+  have existed, so it was pruned and is not asked again.
+- A settled escrow never changes again: it is never probed again (cached).
+- An id the node could not answer (down, malformed, HTTP error other than 404) keeps
+  whatever row it had, and gets a ``missing`` coverage row (source ``chain_escrows``); the
+  run report lists it, which makes the command exit 3.
+- A 404 is read as "not found", as chain-api.md 1.6 says to treat any 404 (this query
+  normally answers a missing record with 200 ``{"found": false}``): stored ``found = false``,
+  and the coverage row's detail says it was a 404, so a reader can tell the two apart.
+
+Rows are written in batches, each batch in one transaction with its coverage rows, so a long
+probe (20 requests a minute on a public node) that is interrupted keeps what it got.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from ..errors import NotFoundError, SourceError
+from ..progress import Progress
+from ..result import CollectReport
+from ..store import Store, coverage_row, utcnow
+from .chain import API, Int, Wire, decode
+from .http import JsonClient
+
+SOURCE = "chain_escrows"
+BATCH = 50
+
+
+def _text(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+Text = Annotated[str, BeforeValidator(_text)]
+
+
+class DevshardEscrow(Wire):
+    id: Int = 0
+    creator: str = ""
+    amount: Int = 0
+    slots: list[Text] = []
+    epoch_index: Int = 0
+    app_hash: Text = ""
+    settled: bool = False
+    token_price: Int = 0
+    model_id: str = ""
+
+
+class DevshardEscrowResponse(Wire):
+    escrow: DevshardEscrow | None = None
+    found: bool = False
+
+
+def item(escrow_id: int) -> str:
+    """The coverage item of one probe."""
+    return f"devshard_escrow/{escrow_id}"
+
+
+def to_probe(store: Store) -> list[dict[str, Any]]:
+    """``[{escrow_id, hint_epoch}]``: the ids seen in logs and accounting that need probing."""
+    return store.query("remints_escrows_to_probe")
+
+
+def collect(store: Store, client: JsonClient, progress: Progress) -> CollectReport:
+    """Probe every escrow id that is not cached; store the records and the coverage."""
+    report = CollectReport(source="chain escrows (devshard_escrow/{id})")
+    todo = to_probe(store)
+    cached = store.one("SELECT count(*) FROM chain_escrows WHERE settled OR NOT found")[0]
+    if cached:
+        report.skipped.append(f"{cached} escrow record(s) settled or pruned in the store: not probed again")
+    if not todo:
+        report.notes.append("no escrow ids to probe (none seen in the logs or accounting, or all cached)")
+        return report
+    sent_before = client.requests_sent
+    progress.log(f"escrows: probing {len(todo)} devshard_escrow record(s)")
+    rows: list[dict[str, Any]] = []
+    cov: list[dict[str, Any]] = []
+    for want in progress.track(todo, "escrows: devshard_escrow/{id}"):
+        eid, hint = int(want["escrow_id"]), want["hint_epoch"]
+        path = f"{API}/devshard_escrow/{eid}"
+        try:
+            resp = client.get(path)
+            answer = decode(DevshardEscrowResponse, resp)
+            row = _row(eid, answer, resp)
+        except NotFoundError as exc:
+            rows.append({"escrow_id": eid, "found": False, "raw": None, "source_url": None,
+                         "height": None, "fetched_at": utcnow()})
+            cov.append(coverage_row(SOURCE, item(eid), "ok",
+                                    f"HTTP 404, treated as found: false (chain-api.md 1.6): {exc}", epoch=hint))
+        except SourceError as exc:
+            # the client's messages carry no credentials (http.py redacts its URLs)
+            cov.append(coverage_row(SOURCE, item(eid), "missing", str(exc), epoch=hint))
+            report.missing.append(f"{item(eid)}: {exc}")
+        else:
+            rows.append(row)
+            detail = None if answer.found else "found: false (never existed, or pruned)"
+            cov.append(coverage_row(SOURCE, item(eid), "ok", detail, epoch=row.get("epoch_index") or hint,
+                                    url=resp.url, fetched_at=resp.fetched_at))
+        if len(cov) >= BATCH:
+            _write(store, rows, cov)
+            report.add("chain_escrows", len(rows))
+            rows, cov = [], []
+    _write(store, rows, cov)
+    report.add("chain_escrows", len(rows))
+    report.notes.append(f"{client.requests_sent - sent_before} requests")
+    return report
+
+
+def _row(eid: int, answer: DevshardEscrowResponse, resp) -> dict[str, Any]:
+    prov = {"source_url": resp.url, "height": resp.height, "fetched_at": resp.fetched_at}
+    e = answer.escrow
+    if not answer.found or e is None:
+        return {"escrow_id": eid, "found": False, "raw": None, **prov}
+    if e.id and e.id != eid:
+        raise SourceError(f"{resp.url}: asked for escrow {eid}, the answer is escrow {e.id}")
+    raw = resp.data.get("escrow") if isinstance(resp.data, dict) else None
+    return {"escrow_id": eid, "found": True, "creator": e.creator, "amount": e.amount,
+            "epoch_index": e.epoch_index, "model_id": e.model_id, "token_price": e.token_price,
+            "settled": e.settled, "app_hash": e.app_hash, "slots": list(e.slots),
+            "raw": json.dumps(raw), **prov}
+
+
+def _write(store: Store, rows: list[dict[str, Any]], cov: list[dict[str, Any]]) -> None:
+    """Replace the probed ids' rows and coverage in one transaction. A coverage row is keyed by
+    its item alone (the epoch it is filed under may be learnt later)."""
+    if not rows and not cov:
+        return
+    with store.transaction():
+        for r in rows:
+            store.replace("chain_escrows", {"escrow_id": r["escrow_id"]}, [r])
+        for c in cov:
+            store.replace("coverage", {"source": SOURCE, "item": c["item"]}, [c])

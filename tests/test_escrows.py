@@ -1,0 +1,131 @@
+"""The escrow-record collector (auditor/sources/escrows.py) over real loopback HTTP:
+found, not found, settled records cached and never probed again, a node error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditor.progress import Progress
+from auditor.sources import escrows
+from auditor.sources.http import JsonClient
+from auditor.sources.gatewaylog import ingest
+from auditor.store import Store
+from conftest import write_recording
+
+API = "/chain-api/productscience/inference/inference"
+DS = "deepseek-ai/DeepSeek-V4-Flash-0731"
+
+
+def escrow_body(eid: int, *, settled: bool, amount: int = 80_000_000, price: int = 100) -> dict:
+    return {"escrow": {"id": str(eid), "creator": "gonka1gatewaykey", "amount": str(amount),
+                       "slots": [f"gonka1host{i:02d}" for i in range(16)], "epoch_index": "396",
+                       "app_hash": "q83vEjRWeJA=", "settled": settled, "token_price": str(price),
+                       "model_id": DS, "fee_per_nonce": "0", "validation_rate": 0},
+            "found": True}
+
+
+def log_with(tmp_path: Path, ids: list[int]) -> Path:
+    log = tmp_path / "gw.log"
+    lines = [f"2026/09/17 08:00:{i:02d} escrow_balance_exhausted escrow={e}" for i, e in enumerate(ids)]
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "a.duckdb") as s:
+        yield s
+
+
+def probe(store: Store, url: str):
+    with JsonClient([url], rate_per_min=0, retries=1, backoff=0.01) as c:
+        return escrows.collect(store, c, Progress(quiet=True))
+
+
+def served(server, eid: int) -> int:
+    return sum(1 for p, _, _ in server.log if p.endswith(f"/devshard_escrow/{eid}"))
+
+
+def test_found_not_found_and_settled_records_are_cached(tmp_path, store, record_server):
+    ingest(store, [str(log_with(tmp_path, [80502, 80620, 99999]))], Progress(quiet=True))
+    rec = write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80502, settled=True)},
+        {"path": f"{API}/devshard_escrow/80620", "body": escrow_body(80620, settled=False, amount=1_000_000_000)},
+        {"path": f"{API}/devshard_escrow/99999", "body": {"found": False}},
+    ])
+    server = record_server(rec)
+    report = probe(store, server.url)
+    assert report.complete and report.loaded == {"chain_escrows": 3}
+    rows = {r["escrow_id"]: r for r in store.rows("SELECT * FROM chain_escrows")}
+    assert rows[80502]["found"] and rows[80502]["settled"] and rows[80502]["amount"] == 80_000_000
+    assert rows[80502]["token_price"] == 100 and rows[80502]["epoch_index"] == 396
+    assert rows[80502]["model_id"] == DS and len(rows[80502]["slots"]) == 16
+    assert rows[80502]["source_url"].endswith("/devshard_escrow/80502") and rows[80502]["fetched_at"]
+    assert rows[99999]["found"] is False and rows[99999]["amount"] is None  # unknown, not zero
+    cov = {r["item"]: r for r in store.rows("SELECT * FROM coverage WHERE source = 'chain_escrows'")}
+    assert {c["status"] for c in cov.values()} == {"ok"} and len(cov) == 3
+    assert cov["devshard_escrow/80502"]["epoch"] == 396
+
+    # second run: the settled one is never asked again; the unsettled one and the id above
+    # the largest found one (may not exist yet) are
+    report = probe(store, server.url)
+    assert served(server, 80502) == 1
+    assert served(server, 80620) == 2 and served(server, 99999) == 2
+    assert report.skipped and report.complete
+    assert store.one("SELECT count(*) FROM chain_escrows")[0] == 3  # replaced, never duplicated
+
+
+def test_not_found_below_a_found_id_was_pruned_and_is_not_probed_again(tmp_path, store, record_server):
+    ingest(store, [str(log_with(tmp_path, [70001, 80502]))], Progress(quiet=True))
+    server = record_server(write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/70001", "body": {"found": False}},
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80502, settled=False)},
+    ]))
+    probe(store, server.url)
+    probe(store, server.url)
+    assert served(server, 70001) == 1  # existed (ids are sequential) and was pruned: gone for good
+    assert served(server, 80502) == 2
+
+
+def test_node_error_is_missing_coverage_and_keeps_the_others(tmp_path, store, record_server):
+    ingest(store, [str(log_with(tmp_path, [80502, 80620]))], Progress(quiet=True))
+    server = record_server(write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80502, settled=False)},
+        {"path": f"{API}/devshard_escrow/80620", "status": 500, "body": {"code": 13, "message": "internal"}},
+    ]))
+    report = probe(store, server.url)
+    assert not report.complete and len(report.missing) == 1 and "80620" in report.missing[0]
+    assert [r[0] for r in store.con.execute("SELECT escrow_id FROM chain_escrows").fetchall()] == [80502]
+    cov = store.rows("SELECT item, status, detail FROM coverage WHERE source = 'chain_escrows' ORDER BY item")
+    assert cov[0]["status"] == "ok" and cov[1]["status"] == "missing" and "HTTP 500" in cov[1]["detail"]
+    # the failed one is asked again next time, and its coverage row replaced, not duplicated
+    probe(store, server.url)
+    assert served(server, 80620) > 1
+    assert store.one("SELECT count(*) FROM coverage WHERE item = 'devshard_escrow/80620'")[0] == 1
+
+
+def test_404_is_not_found_as_the_chain_docs_say(tmp_path, store, record_server):
+    ingest(store, [str(log_with(tmp_path, [80502, 80777]))], Progress(quiet=True))
+    server = record_server(write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80502, settled=False)}]))
+    report = probe(store, server.url)  # 80777 is not recorded: the replay answers 404
+    assert report.complete
+    assert store.one("SELECT found FROM chain_escrows WHERE escrow_id = 80777")[0] is False
+    assert "404" in store.one("SELECT detail FROM coverage WHERE item = 'devshard_escrow/80777'")[0]
+
+
+def test_ids_come_from_accounting_too(tmp_path, store, record_server):
+    store.insert("acct_escrow_nonces", [{"epoch": 396, "participant": "gonka1p", "model": DS,
+                                         "escrow_id": "80555", "latest_nonce": 40}])
+    assert escrows.to_probe(store) == [{"escrow_id": 80555, "hint_epoch": 396}]
+
+
+def test_a_mismatched_answer_is_missing_not_stored(tmp_path, store, record_server):
+    ingest(store, [str(log_with(tmp_path, [80502]))], Progress(quiet=True))
+    server = record_server(write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80999, settled=True)}]))
+    report = probe(store, server.url)
+    assert not report.complete and "80999" in report.missing[0]
+    assert store.one("SELECT count(*) FROM chain_escrows")[0] == 0
