@@ -224,3 +224,30 @@ def test_preserved_snapshot_of_another_episode_is_not_stored(db, tmp_path, recor
     assert count(db, "SELECT count(*) FROM chain_preserved_nodes WHERE episode = 'cpoc:0'") == 0
     assert count(db, "SELECT count(DISTINCT episode) FROM chain_preserved_nodes") == 2
     assert count(db, "SELECT detail FROM coverage WHERE item = 'preserved_nodes_snapshot cpoc:0'") == why
+
+
+def test_an_unexpected_error_keeps_what_was_fetched(tmp_path, record_server):
+    """A step that fails in a way nothing anticipated is recorded as missing (with the
+    error, credentials redacted); what the other steps fetched is stored."""
+    from auditor.progress import Progress
+    from auditor.sources import chain
+    from auditor.sources.http import JsonClient
+    from auditor.store import Store
+
+    class Flaky(JsonClient):
+        def get(self, path, params=None, *, height=None):
+            if path.endswith("/confirmation_poc_events/403"):
+                raise RuntimeError("boom at http://user:hunter2@node.example/x")
+            return super().get(path, params, height=height)
+
+    server = record_server(REC)
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store, Flaky([server.url], rate_per_min=0) as client:
+        report = chain.collect_epoch(store, client, 403, Progress(quiet=True))
+    assert not report.complete
+    assert count(db, "SELECT count(*) FROM chain_performance") == 27
+    assert count(db, "SELECT count(*) FROM chain_ml_nodes") == 172
+    assert count(db, "SELECT complete FROM chain_epochs") is False
+    status, detail = count(db, "SELECT status, detail FROM coverage WHERE item = 'confirmation_poc_events'")
+    assert status == "missing" and detail.startswith("internal error RuntimeError: boom")
+    assert "hunter2" not in detail

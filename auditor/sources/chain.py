@@ -26,6 +26,7 @@ from ..heights import EpochParams, cpoc_windows, epoch_boundaries
 from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
+from ..redact import redact_text
 from .http import JsonClient, Response
 
 API = "/chain-api/productscience/inference/inference"
@@ -301,14 +302,37 @@ def parse_block_time(text: str) -> datetime:
 # -- collection ------------------------------------------------------------------
 @dataclass
 class _Run:
-    """Rows gathered for one epoch before the single write transaction."""
+    """One epoch's collection: what the steps have learnt so far, and the rows gathered
+    for the single write transaction at the end."""
 
     epoch: int
     client: JsonClient
     report: CollectReport
+    progress: Progress
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     coverage: list[dict[str, Any]] = field(default_factory=list)
     block_times: list[dict[str, Any]] = field(default_factory=list)
+    # learnt by the steps, in order
+    root: EpochGroupData | None = None
+    root_resp: Response | None = None
+    nxt: EpochGroupData | None = None  # root group of N+1; None while N is not settled
+    head: int | None = None
+    p: EpochParams | None = None
+    bounds: dict[str, int] = field(default_factory=dict)
+    settled: bool = False
+    events: list[CpocEvent] = field(default_factory=list)
+
+    @property
+    def start(self) -> int:
+        return self.root.poc_start_block_height
+
+    @property
+    def next_start(self) -> int | None:
+        return self.nxt.poc_start_block_height if self.nxt else None
+
+    @property
+    def settlement(self) -> int | None:
+        return self.bounds.get("V(N+1) settlement")
 
     def rows(self, table: str) -> list[dict[str, Any]]:
         return self.tables.setdefault(table, [])
@@ -361,62 +385,86 @@ def is_cached(store: Store, epoch: int) -> bool:
 
 def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progress,
                   *, refresh: bool = False) -> CollectReport:
-    """Collect epoch N. A finished, complete epoch already in the store is not fetched again."""
+    """Collect epoch N. A finished, complete epoch already in the store is not fetched again.
+
+    The root group of N is required; after it, each step records what it could not get
+    in ``coverage``, and a step that fails unexpectedly is recorded as missing too, so what
+    the other steps fetched is still stored (the epoch is then not complete)."""
     report = CollectReport(source=f"chain epoch {epoch}")
     if not refresh and is_cached(store, epoch):
         report.skipped.append(f"epoch {epoch}: finished and complete in the store (use --refresh to fetch again)")
         return report
-    run = _Run(epoch, client, report)
+    run = _Run(epoch, client, report, progress)
     sent_before = client.requests_sent
-    progress.log(f"epoch {epoch}: reading from {', '.join(client.bases)}")
+    progress.log(f"epoch {epoch}: reading from {', '.join(client.shown)}")
+    _root_group(run)
+    for item, step in _STEPS:
+        try:
+            step(run)
+        except Exception as exc:  # noqa: BLE001 (an answer nothing anticipated must not lose the others)
+            run.missing(item, redact_text(f"internal error {type(exc).__name__}: {exc}"))
+    run.rows("chain_epochs").append(_epoch_row(run))
+    _write(store, run)
+    report.notes.append(f"{client.requests_sent - sent_before} requests")
+    for table, rows in run.tables.items():
+        if rows:
+            report.add(table, len(rows))
+    if run.block_times:
+        report.add("chain_block_times", len(run.block_times))
+    return report
 
-    # 1. root group of N (required: without it there is no epoch to audit)
+
+def _root_group(run: _Run) -> None:
+    """1. Root group of N (required: without it there is no epoch to audit)."""
     try:
-        root, root_resp = run.fetch("epoch_group_data", f"{API}/epoch_group_data/{epoch}",
-                                    EpochGroupDataResponse, required=True)
+        root, run.root_resp = run.fetch("epoch_group_data", f"{API}/epoch_group_data/{run.epoch}",
+                                        EpochGroupDataResponse, required=True)
     except NotFoundError as exc:
-        raise SourceError(f"epoch {epoch} does not exist on the chain ({exc})") from exc
-    root = root.epoch_group_data
-    start = root.poc_start_block_height
+        raise SourceError(f"epoch {run.epoch} does not exist on the chain ({exc})") from exc
+    run.root = root.epoch_group_data
 
-    # 2. root of N+1: S(N+1); absent means N is not settled yet
-    nxt = None
+
+def _next_root_group(run: _Run) -> None:
+    """2. Root group of N+1: S(N+1); absent means N is not settled yet."""
+    item = "epoch_group_data (N+1)"
     try:
-        got = run.fetch("epoch_group_data (N+1)", f"{API}/epoch_group_data/{epoch + 1}",
-                        EpochGroupDataResponse, required=True)
-        nxt = got[0].epoch_group_data
+        got = run.fetch(item, f"{API}/epoch_group_data/{run.epoch + 1}", EpochGroupDataResponse, required=True)
+        run.nxt = got[0].epoch_group_data
     except NotFoundError:
-        report.notes.append(f"epoch {epoch + 1} does not exist yet: epoch {epoch} is not settled")
-        run.coverage.append(_cov(epoch, "epoch_group_data (N+1)", "missing", "not created yet", None, None, utcnow()))
+        run.report.notes.append(f"epoch {run.epoch + 1} does not exist yet: epoch {run.epoch} is not settled")
+        run.coverage.append(_cov(run.epoch, item, "missing", "not created yet", None, None, utcnow()))
     except SourceError as exc:
-        run.missing("epoch_group_data (N+1)", str(exc))
-    next_start = nxt.poc_start_block_height if nxt else None
+        run.missing(item, str(exc))
 
-    # 3. chain head, then params in force during N (pinned at S(N+1)) and at settlement (V(N+1) - 1)
+
+def _params(run: _Run) -> None:
+    """3. Chain head, then params in force during N (pinned at S(N+1)) and at settlement
+    (V(N+1) - 1); the boundary heights, and whether N is settled."""
     latest = run.fetch("latest height", "/v1/epochs/latest", DapiLatestEpoch)
-    head = latest[0].block_height if latest else None
-    got = run.fetch("params (epoch)", f"{API}/params", ParamsResponse, height=next_start)
-    params = got[0].params if got else None
-    if params:
-        run.rows("chain_params").append(_params_row(epoch, "epoch", params, got[1]))
-    p = params.epoch_params.heights() if params else None
-
-    bounds = epoch_boundaries(start, next_start, p) if p else {}
-    settlement = bounds.get("V(N+1) settlement")
-    settled = settlement is not None and head is not None and head > settlement
-    if settlement is not None and head is None:
-        settled = True  # the next epoch exists and so does its root group: assume settled, say so
-        report.notes.append("chain head unknown; assuming the epoch is settled because epoch N+1 exists")
-    if settled:
+    run.head = latest[0].block_height if latest else None
+    got = run.fetch("params (epoch)", f"{API}/params", ParamsResponse, height=run.next_start)
+    if not got:
+        return
+    run.rows("chain_params").append(_params_row(run.epoch, "epoch", got[0].params, got[1]))
+    run.p = got[0].params.epoch_params.heights()
+    run.bounds = epoch_boundaries(run.start, run.next_start, run.p)
+    settlement = run.settlement
+    run.settled = settlement is not None and run.head is not None and run.head > settlement
+    if settlement is not None and run.head is None:
+        run.settled = True  # the next epoch exists and so does its root group: assume settled, say so
+        run.report.notes.append("chain head unknown; assuming the epoch is settled because epoch N+1 exists")
+    if run.settled:
         got = run.fetch("params (settlement)", f"{API}/params", ParamsResponse, height=settlement - 1)
         if got:
-            run.rows("chain_params").append(_params_row(epoch, "settlement", got[0].params, got[1]))
+            run.rows("chain_params").append(_params_row(run.epoch, "settlement", got[0].params, got[1]))
 
-    # 4. per-model subgroups
-    scales = {s.model_id: s.weight_scale_factor for s in root.confirmation_weight_scales}
-    _weights(run, "", root.validation_weights, _prov(root_resp))
-    for model_id in progress.track(root.sub_group_models, f"epoch {epoch}: model groups"):
-        got = run.fetch(f"epoch_group_data model={model_id}", f"{API}/epoch_group_data/{epoch}",
+
+def _model_groups(run: _Run) -> None:
+    """4. Weights of the root group, then each per-model subgroup."""
+    scales = {s.model_id: s.weight_scale_factor for s in run.root.confirmation_weight_scales}
+    _weights(run, "", run.root.validation_weights, _prov(run.root_resp))
+    for model_id in run.progress.track(run.root.sub_group_models, f"epoch {run.epoch}: model groups"):
+        got = run.fetch(f"epoch_group_data model={model_id}", f"{API}/epoch_group_data/{run.epoch}",
                         EpochGroupDataResponse, params={"model_id": model_id})
         if not got:
             continue
@@ -424,36 +472,57 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
         _weights(run, model_id, g.validation_weights, _prov(resp))
         nodes = [n for w in g.validation_weights for n in w.ml_nodes]
         run.rows("chain_epoch_models").append({
-            "epoch": epoch, "model_id": model_id, "total_weight": g.total_weight,
+            "epoch": run.epoch, "model_id": model_id, "total_weight": g.total_weight,
             "poc_weight_sum": sum(n.poc_weight for n in nodes), "members": len(g.validation_weights),
             "nodes": len(nodes), "weight_scale_factor": scales.get(model_id), **_prov(resp)})
 
-    # 5. performance summary, exclusions, CPoC events
-    got = run.fetch("epoch_performance_summary", f"{API}/epoch_performance_summary/{epoch}", PerformanceSummaryList)
-    if got:
-        for s in got[0].summaries:
-            if s.epoch_index not in (0, epoch):
-                continue
-            run.rows("chain_performance").append({
-                "epoch": epoch, "participant": s.participant_id, "inference_count": s.inference_count,
-                "missed_requests": s.missed_requests, "earned_coins": s.earned_coins,
-                "rewarded_coins": s.rewarded_coins, "burned_coins": s.burned_coins,
-                "validated_inferences": s.validated_inferences,
-                "invalidated_inferences": s.invalidated_inferences, "claimed": s.claimed, **_prov(got[1])})
-        if settled and not got[0].summaries:
-            run.missing("epoch_performance_summary", "the node returned no rows for a settled epoch")
-    got = run.fetch("excluded_participants", f"{API}/excluded_participants/{epoch}", ExcludedResponse)
+
+def _performance(run: _Run) -> None:
+    """5a. Performance summaries of N: only rows of N are kept, and an answer that keeps
+    none when it should (rows of another epoch; nothing for a settled epoch) is missing."""
+    def ours(r: PerformanceSummaryList) -> list[PerformanceSummary]:
+        return [s for s in r.summaries if s.epoch_index in (0, run.epoch)]
+
+    def usable(r: PerformanceSummaryList) -> str | None:
+        if r.summaries and not ours(r):
+            others = ", ".join(str(e) for e in sorted({s.epoch_index for s in r.summaries}))
+            return f"unexpected response shape: the summaries are of epoch {others}, not {run.epoch}"
+        if run.settled and not r.summaries:
+            return "the node returned no rows for a settled epoch"
+        return None
+
+    got = run.fetch("epoch_performance_summary", f"{API}/epoch_performance_summary/{run.epoch}",
+                    PerformanceSummaryList, check=usable)
+    if not got:
+        return
+    for s in ours(got[0]):
+        run.rows("chain_performance").append({
+            "epoch": run.epoch, "participant": s.participant_id, "inference_count": s.inference_count,
+            "missed_requests": s.missed_requests, "earned_coins": s.earned_coins,
+            "rewarded_coins": s.rewarded_coins, "burned_coins": s.burned_coins,
+            "validated_inferences": s.validated_inferences,
+            "invalidated_inferences": s.invalidated_inferences, "claimed": s.claimed, **_prov(got[1])})
+
+
+def _exclusions(run: _Run) -> None:
+    """5b. Participants excluded in N."""
+    got = run.fetch("excluded_participants", f"{API}/excluded_participants/{run.epoch}", ExcludedResponse)
     if got:
         for x in got[0].items:
             run.rows("chain_excluded").append({
-                "epoch": epoch, "participant": x.address, "reason": x.reason,
+                "epoch": run.epoch, "participant": x.address, "reason": x.reason,
                 "exclusion_height": x.exclusion_block_height, **_prov(got[1])})
-    got = run.fetch("confirmation_poc_events", f"{API}/confirmation_poc_events/{epoch}", CpocEventsResponse)
-    events = got[0].events if got else []
-    for ev in events:
+
+
+def _cpoc_events(run: _Run) -> None:
+    """5c. Confirmation-PoC events, with their computed windows (added to the boundary heights)."""
+    got = run.fetch("confirmation_poc_events", f"{API}/confirmation_poc_events/{run.epoch}", CpocEventsResponse)
+    run.events = got[0].events if got else []
+    p = run.p
+    for ev in run.events:
         w = cpoc_windows(ev.trigger_height, p) if p else None
         run.rows("chain_cpoc_events").append({
-            "epoch": epoch, "event_sequence": ev.event_sequence, "trigger_height": ev.trigger_height,
+            "epoch": run.epoch, "event_sequence": ev.event_sequence, "trigger_height": ev.trigger_height,
             "generation_start_height": ev.generation_start_height or None, "phase": ev.phase,
             "poc_seed_block_hash": ev.poc_seed_block_hash,
             "gen_start": w.gen_start if w else None, "gen_end": w.gen_end if w else None,
@@ -461,29 +530,37 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
             "val_end": w.val_end if w else None, **_prov(got[1])})
         if w:
             seq = ev.event_sequence
-            bounds.update({f"cpoc:{seq} trigger": w.trigger, f"cpoc:{seq} gen_start": w.gen_start,
-                           f"cpoc:{seq} gen_end": w.gen_end, f"cpoc:{seq} val_start": w.val_start,
-                           f"cpoc:{seq} val_end": w.val_end})
+            run.bounds.update({f"cpoc:{seq} trigger": w.trigger, f"cpoc:{seq} gen_start": w.gen_start,
+                               f"cpoc:{seq} gen_end": w.gen_end, f"cpoc:{seq} val_start": w.val_start,
+                               f"cpoc:{seq} val_end": w.val_end})
 
-    # 6. preserved-node snapshots, pinned and anchor-checked
-    episodes = [("poc_start", start, start)]
-    if next_start is not None:
-        episodes.append(("poc_next", next_start, next_start))
-    for ev in events:
-        if p:
-            episodes.append((f"cpoc:{ev.event_sequence}", ev.trigger_height, cpoc_windows(ev.trigger_height, p).gen_start))
+
+def _preserved_episodes(run: _Run) -> None:
+    """6. Preserved-node snapshots of every episode, pinned and anchor-checked."""
+    episodes = [("poc_start", run.start, run.start)]
+    if run.next_start is not None:
+        episodes.append(("poc_next", run.next_start, run.next_start))
+    if run.p:
+        for ev in run.events:
+            episodes.append((f"cpoc:{ev.event_sequence}", ev.trigger_height,
+                             cpoc_windows(ev.trigger_height, run.p).gen_start))
     for episode, anchor, at in episodes:
         _preserved(run, episode, anchor, at)
 
-    # 7. models, read at settlement (or unpinned while the epoch is open)
-    _models(run, settlement - 1 if settled else None)
 
-    # 8. block times of every boundary height
-    for name, h in bounds.items():
-        run.rows("chain_epoch_heights").append({"epoch": epoch, "name": name, "height": h})
-    for h in progress.track(sorted(set(bounds.values())), f"epoch {epoch}: block times"):
-        if head is not None and h > head:
-            run.coverage.append(_cov(epoch, f"block time {h}", "missing", "height not reached yet", None, h, utcnow()))
+def _models_at_settlement(run: _Run) -> None:
+    """7. Models, read at settlement (or unpinned while the epoch is open)."""
+    _models(run, run.settlement - 1 if run.settled else None)
+
+
+def _block_times(run: _Run) -> None:
+    """8. Block times of every boundary height."""
+    for name, h in run.bounds.items():
+        run.rows("chain_epoch_heights").append({"epoch": run.epoch, "name": name, "height": h})
+    for h in run.progress.track(sorted(set(run.bounds.values())), f"epoch {run.epoch}: block times"):
+        if run.head is not None and h > run.head:
+            run.coverage.append(_cov(run.epoch, f"block time {h}", "missing", "height not reached yet", None, h,
+                                     utcnow()))
             continue
         got = run.fetch(f"block time {h}", "/chain-rpc/block", BlockResponse, params={"height": h})
         if got:
@@ -496,22 +573,30 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
             run.block_times.append({"height": h, "time": t, "time_text": hdr.time,
                                     "source_url": got[1].url, "fetched_at": got[1].fetched_at})
 
-    complete = not report.missing and nxt is not None
-    run.rows("chain_epochs").append({
-        "epoch": epoch, "poc_start_height": start, "poc_gen_end_height": bounds.get("PoC gen end (N)"),
-        "poc_val_end_height": bounds.get("V(N)"), "effective_height": root.effective_block_height or None,
-        "last_height": root.last_block_height or None, "next_poc_start_height": next_start,
-        "settlement_height": settlement, "next_effective_height": bounds.get("SNV(N+1)"),
-        "epoch_group_id": root.epoch_group_id, "total_weight": root.total_weight, "settled": settled,
-        "complete": complete, **_prov(root_resp)})
-    _write(store, run)
-    report.notes.append(f"{client.requests_sent - sent_before} requests")
-    for table, rows in run.tables.items():
-        if rows:
-            report.add(table, len(rows))
-    if run.block_times:
-        report.add("chain_block_times", len(run.block_times))
-    return report
+
+# the steps after the root group, in order, each with the item it stands for when it fails
+_STEPS: tuple[tuple[str, Callable[[_Run], None]], ...] = (
+    ("epoch_group_data (N+1)", _next_root_group),
+    ("params", _params),
+    ("model groups", _model_groups),
+    ("epoch_performance_summary", _performance),
+    ("excluded_participants", _exclusions),
+    ("confirmation_poc_events", _cpoc_events),
+    ("preserved_nodes_snapshot", _preserved_episodes),
+    ("models_all", _models_at_settlement),
+    ("block times", _block_times),
+)
+
+
+def _epoch_row(run: _Run) -> dict[str, Any]:
+    root = run.root
+    return {
+        "epoch": run.epoch, "poc_start_height": run.start, "poc_gen_end_height": run.bounds.get("PoC gen end (N)"),
+        "poc_val_end_height": run.bounds.get("V(N)"), "effective_height": root.effective_block_height or None,
+        "last_height": root.last_block_height or None, "next_poc_start_height": run.next_start,
+        "settlement_height": run.settlement, "next_effective_height": run.bounds.get("SNV(N+1)"),
+        "epoch_group_id": root.epoch_group_id, "total_weight": root.total_weight, "settled": run.settled,
+        "complete": not run.report.missing and run.nxt is not None, **_prov(run.root_resp)}
 
 
 def _weights(run: _Run, model_id: str, weights: list[ValidationWeight], prov: dict[str, Any]) -> None:

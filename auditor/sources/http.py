@@ -8,25 +8,45 @@
   and a long run never exceeds the limit. ``rate=0`` means unlimited.
 - ``record_dir`` saves every raw response (status, headers, body as text) so a
   run can be replayed by :mod:`auditor.sources.replay` and shared as evidence.
+- Every request has a total deadline (:data:`DEADLINE_FACTOR` × the per-read
+  ``timeout``: 2 minutes by default) besides the per-read timeout, so a server that
+  drips one byte at a time cannot hold a request open; a node that misses it is
+  left for the next one, without retries.
+- A body is read as a stream and refused past :data:`MAX_BODY` (64 MiB, far above
+  any real answer: a whole epoch is a few MB); the item is then missing.
+- Redirects are followed, to other hosts too, and the provenance of the answer
+  (``Response.url``, every row's ``source_url``) is the final URL, not the one asked.
+- ``Retry-After`` (seconds or an HTTP date) is honoured up to 60 s; a value that is
+  negative, not a number or unreadable counts as absent (exponential backoff).
+- No URL leaves this module with credentials in it: userinfo and token-bearing query
+  parameters are redacted (:mod:`auditor.redact`) in ``Response.url``, in error
+  messages and in :attr:`JsonClient.shown`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlencode
 
+import httpcore
 import httpx
 
-from ..errors import NotFoundError, SourceError
+from ..errors import NotFoundError, SourceError, UsageError
+from ..redact import redact_url
 
 HEIGHT_HEADER = "x-cosmos-block-height"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
+MAX_BODY = 64 * 2**20  # bytes of a decoded body; larger answers are refused
+DEADLINE_FACTOR = 12  # total deadline of one request, in per-read timeouts
+MAX_RETRY_AFTER = 60.0
 
 
 class TokenBucket:
@@ -59,12 +79,112 @@ class TokenBucket:
             return wait
 
 
+def retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or an HTTP date), at most
+    60; None when the value is absent, negative, not finite or unreadable."""
+    if not value:
+        return None
+    try:
+        secs = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        secs = max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+    if not math.isfinite(secs) or secs < 0:
+        return None
+    return min(secs, MAX_RETRY_AFTER)
+
+
+# -- the total deadline of a request: every socket operation gets at most what is left of it
+_deadline = threading.local()
+
+
+class _DeadlineExceeded(Exception):
+    """The request's total deadline passed before its answer was complete."""
+
+
+def _left(timeout: float | None) -> float | None:
+    end = getattr(_deadline, "end", None)
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("total deadline exceeded")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.SyncBackend):
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(super().connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+
+def _with_deadlines(client: httpx.Client) -> httpx.Client:
+    """Give every connection pool of ``client`` (direct and through env proxies) the
+    deadline-aware network backend. httpx has no public hook for it: the pools are
+    httpcore's, whose ``_network_backend`` is read on every new connection."""
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if pool is not None:
+            pool._network_backend = _DeadlineBackend()
+    return client
+
+
+class _Refused(Exception):
+    """A body past MAX_BODY."""
+
+
+def _read_body(r: httpx.Response) -> str:
+    """The decoded text of a streamed response, refused past MAX_BODY bytes."""
+    declared = r.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise _Refused(f"body of {int(declared):,} bytes refused (limit {MAX_BODY // 2**20} MiB)")
+    body = bytearray()
+    for chunk in r.iter_bytes():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise _Refused(f"body larger than {MAX_BODY // 2**20} MiB refused")
+    return body.decode(r.encoding or "utf-8", errors="replace")
+
+
+@dataclass
+class _Answer:
+    status: int
+    url: str  # final, redacted
+    text: str
+    content_type: str
+    retry_after: float | None
+
+
 @dataclass
 class Response:
     """A decoded JSON answer and where it came from (provenance of every stored row)."""
 
     data: Any
-    url: str
+    url: str  # the final URL after redirects, redacted
     status: int
     height: int | None
     fetched_at: datetime
@@ -84,6 +204,7 @@ class JsonClient:
     rate_per_min: float = 20.0
     burst: int = 200
     timeout: float = 10.0
+    deadline: float | None = None  # total seconds per request; None: DEADLINE_FACTOR × timeout
     retries: int = 3
     backoff: float = 0.5
     record_dir: Path | None = None
@@ -97,12 +218,25 @@ class JsonClient:
         if not self.bases:
             raise SourceError("no source URL given")
         self.bases = [b.rstrip("/") for b in self.bases]
-        self._http = httpx.Client(timeout=self.timeout, follow_redirects=True,
-                                  headers={"accept": "application/json", "user-agent": "auditor"})
+        for b in self.bases:
+            try:
+                httpx.URL(b)
+            except httpx.InvalidURL as exc:
+                raise UsageError(f"not a usable URL: {redact_url(b)} ({exc})") from None
+        if self.deadline is None:
+            self.deadline = DEADLINE_FACTOR * self.timeout
+        self._http = _with_deadlines(httpx.Client(
+            timeout=self.timeout, follow_redirects=True,
+            headers={"accept": "application/json", "user-agent": "auditor"}))
         if self.record_dir is not None:
             self.record_dir = Path(self.record_dir)
             self.record_dir.mkdir(parents=True, exist_ok=True)
             self._record_seq = len(list(self.record_dir.glob("*.json")))
+
+    @property
+    def shown(self) -> list[str]:
+        """The base URLs as they may be printed: credentials redacted."""
+        return [redact_url(b) for b in self.bases]
 
     def close(self) -> None:
         self._http.close()
@@ -137,62 +271,85 @@ class JsonClient:
         order = [b for b in self.bases if b not in self._down] + [b for b in self.bases if b in self._down]
         for i, base in enumerate(order):
             url = base + target
+            shown = redact_url(url)
             others_left = i < len(order) - 1
             bucket = self._buckets.setdefault(base, TokenBucket(self.rate_per_min, self.burst, sleep=self.sleep))
             for attempt in range(self.retries + 1):
-                r: httpx.Response | None = None
                 bucket.take()
                 fetched_at = datetime.now(timezone.utc)
                 self.requests_sent += 1
                 try:
-                    r = self._http.get(url, headers=headers)
+                    answer = self._get(url, headers)
+                except _DeadlineExceeded:
+                    self._down.add(base)
+                    tried.append(Attempt(shown, f"no complete answer within the {self.deadline:g} s deadline"))
+                    break  # a server that drips its answer will not speed up for a retry
                 except httpx.TimeoutException:
                     outcome = "timed out"
                     if others_left:  # fail over at once; the last node left gets the retries
                         self._down.add(base)
-                        tried.append(Attempt(url, outcome))
+                        tried.append(Attempt(shown, outcome))
                         break
+                    answer = None
                 except httpx.TransportError as exc:
                     self._down.add(base)
-                    tried.append(Attempt(url, f"unreachable ({type(exc).__name__})"))
+                    tried.append(Attempt(shown, f"unreachable ({type(exc).__name__})"))
                     break  # a node that refuses connections will not recover within a retry
+                except httpx.RequestError as exc:  # undecodable content, too many redirects
+                    tried.append(Attempt(shown, f"failed ({type(exc).__name__})"))
+                    break
+                except _Refused as exc:
+                    tried.append(Attempt(shown, str(exc)))
+                    break
                 else:
                     self._down.discard(base)
-                    self._record(path, query, height, r)
-                    if r.status_code == 200:
+                    self._record(path, query, height, answer)
+                    status, final = answer.status, answer.url
+                    if status == 200:
                         try:
-                            data = decode(r.text)
+                            data = decode(answer.text)
                         except json.JSONDecodeError as exc:
-                            tried.append(Attempt(url, f"malformed JSON ({exc.msg} at char {exc.pos})"))
+                            tried.append(Attempt(final, f"malformed JSON ({exc.msg} at char {exc.pos})"))
                             break
-                        return Response(data, url, 200, height, fetched_at)
-                    if r.status_code == 404 and height is None:
-                        not_found = url
-                        tried.append(Attempt(url, "404 not found"))
+                        except RecursionError:
+                            tried.append(Attempt(final, "malformed JSON (nested too deeply)"))
+                            break
+                        return Response(data, final, 200, height, fetched_at)
+                    if status == 404 and height is None:
+                        not_found = final
+                        tried.append(Attempt(final, "404 not found"))
                         break
-                    outcome = f"HTTP {r.status_code}"
-                    if r.status_code not in RETRY_STATUSES:
-                        tried.append(Attempt(url, outcome))
+                    outcome = f"HTTP {status}"
+                    if status not in RETRY_STATUSES:
+                        tried.append(Attempt(final, outcome))
                         break  # 4xx other than 429, or a pinned height this node lacks
                 if attempt < self.retries:
-                    self.sleep(self._delay(attempt, r))
+                    wait = answer.retry_after if answer is not None else None
+                    self.sleep(self.backoff * (2 ** attempt) if wait is None else wait)
                 else:
-                    tried.append(Attempt(url, f"{outcome} after {self.retries + 1} tries"))
+                    tried.append(Attempt(shown, f"{outcome} after {self.retries + 1} tries"))
         if not_found is not None:
             raise NotFoundError(f"not found: {not_found}")
         detail = "; ".join(f"{a.url}: {a.outcome}" for a in tried)
         raise SourceError(f"no node answered {target or 'the request'}" + (f" at height {height}" if height else "")
                           + f" ({detail})")
 
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
-        if response is not None and response.status_code == 429:
-            try:
-                return min(float(response.headers.get("retry-after", "")), 60.0)
-            except ValueError:
-                pass
-        return self.backoff * (2 ** attempt)
+    def _get(self, url: str, headers: dict[str, str]) -> _Answer:
+        """One GET within the total deadline."""
+        end = _deadline.end = time.monotonic() + self.deadline
+        try:
+            with self._http.stream("GET", url, headers=headers) as r:
+                return _Answer(r.status_code, redact_url(str(r.url)), _read_body(r),
+                               r.headers.get("content-type", "application/json"),
+                               retry_after(r.headers.get("retry-after")))
+        except httpx.TimeoutException:
+            if time.monotonic() >= end - 0.05:
+                raise _DeadlineExceeded from None
+            raise
+        finally:
+            _deadline.end = None
 
-    def _record(self, path: str, query: str, height: int | None, r: httpx.Response) -> None:
+    def _record(self, path: str, query: str, height: int | None, answer: _Answer) -> None:
         if self.record_dir is None:
             return
         self._record_seq += 1
@@ -200,9 +357,9 @@ class JsonClient:
             "path": path,
             "query": query,
             "height": height,
-            "status": r.status_code,
-            "content_type": r.headers.get("content-type", "application/json"),
-            "body": r.text,
+            "status": answer.status,
+            "content_type": answer.content_type,
+            "body": answer.text,
         }
         out = self.record_dir / f"{self._record_seq:06d}.json"
         tmp = out.with_suffix(".tmp")

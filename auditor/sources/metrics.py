@@ -59,7 +59,7 @@ def _coverage(url: str, status: str, detail: str, fetched_at: datetime | None = 
 def scrape(store: Store, client: JsonClient, progress: Progress) -> CollectReport:
     """Scrape ``client.bases[0]`` (the full /metrics URL) once and append it."""
     report = CollectReport(SOURCE)
-    url = client.bases[0]
+    url = client.shown[0]  # as it may be stored and printed: credentials redacted
     progress.log(f"metrics: scraping {url}")
     try:
         resp = client.get_text("")

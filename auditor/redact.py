@@ -1,0 +1,72 @@
+"""Credentials never leave the process: every URL printed or stored goes through here.
+
+- :func:`redact_url` drops the userinfo (``http://user:password@host`` becomes
+  ``http://***@host``) and masks the value of every query parameter that carries a
+  credential (:func:`secret_name`).
+- :func:`redact_text` does the same to every URL inside a free-form message.
+- :func:`redact_headers` masks credential-bearing header values (``Authorization``,
+  ``Cookie``, ``X-Api-Key``...), for anything that logs or records request headers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+MASK = "***"
+
+# query-parameter and header names (lower case) that carry a credential
+_SECRET_NAMES = {
+    "token", "key", "apikey", "api_key", "api-key", "access_token", "auth", "authorization",
+    "password", "passwd", "pwd", "pass", "secret", "client_secret", "signature", "sig",
+    "credential", "credentials", "session", "sessionid", "jwt", "cookie", "set-cookie",
+    "proxy-authorization", "x-amz-credential",
+}
+# ...and any name ending in one of these (x-amz-signature, refresh_token, x-api-key, db_password)
+_SECRET_SUFFIXES = ("token", "secret", "password", "signature", "apikey", "api_key", "api-key", "auth")
+
+_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},;]+")
+
+
+def secret_name(name: str) -> bool:
+    """Whether a query parameter or header called ``name`` carries a credential (any case)."""
+    n = name.strip().lower()
+    return n in _SECRET_NAMES or n.endswith(_SECRET_SUFFIXES)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its userinfo and with credential-bearing query values masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_text_fallback(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = MASK + "@" + netloc.rpartition("@")[2]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(secret_name(k) for k, _ in pairs):
+            query = "&".join(f"{quote(k, safe='.-_~')}={MASK if secret_name(k) else quote(v, safe='.-_~')}"
+                             for k, v in pairs)
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_text_fallback(text: str) -> str:
+    """For a string ``urlsplit`` refuses: cut anything that looks like userinfo or a secret value."""
+    text = re.sub(r"://[^/\s@]*@", f"://{MASK}@", text)
+    return re.sub(r"([?&;]([^=&\s]+)=)[^&\s]*",
+                  lambda m: m.group(1) + MASK if secret_name(m.group(2)) else m.group(0), text)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL in it redacted."""
+    return _URL_RE.sub(lambda m: redact_url(m.group(0)), text)
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``headers`` with credential-bearing values masked."""
+    return {k: (MASK if secret_name(k) else v) for k, v in headers.items()}

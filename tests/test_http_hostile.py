@@ -1,0 +1,312 @@
+"""A hostile node, over real HTTP on loopback: `auditor collect` against a threaded
+http.server that answers one item of the epoch-403 recording badly (malformed,
+truncated, dripped, oversized, rate limited with an unusable Retry-After, for the
+wrong epoch, or redirected to another server) and every other item properly.
+
+Whatever the node does, the run ends in bounded time with one clear line and the
+documented exit code, the bad item is missing in coverage, and everything else is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from auditor.sources import http
+from auditor.sources.replay import _key, load_recording
+from conftest import FIXTURES, one, q, run_cli
+
+REC = FIXTURES / "chain" / "epoch-403"
+API = "/chain-api/productscience/inference/inference"
+SUMMARY = f"{API}/epoch_performance_summary/403"
+TABLE = load_recording(REC)
+LIMIT = 64 * 2**20  # the documented body limit
+SERVE_AT_MOST = 20.0  # seconds any one hostile answer may take, whatever the client does
+
+Behaviour = Callable[[BaseHTTPRequestHandler, dict], None]
+
+
+def recorded(path_and_query: str, height: str | None) -> dict:
+    parts = urlsplit(path_and_query)
+    entries = TABLE.get(_key(parts.path, parts.query, height))
+    assert entries, f"not in the recording: {path_and_query}"
+    return entries[-1]
+
+
+def send(h: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    h.send_response(status)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(body)))
+    for k, v in (headers or {}).items():
+        h.send_header(k, v)
+    h.end_headers()
+    h.wfile.write(body)
+
+
+class HostileNode:
+    """Serves the recording on 127.0.0.1, except the paths in ``behaviours``."""
+
+    def __init__(self, behaviours: dict[str, Behaviour]) -> None:
+        self.hits: dict[str, int] = {}
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                path = urlsplit(self.path).path
+                outer.hits[path] = outer.hits.get(path, 0) + 1
+                entry = recorded(self.path, self.headers.get("x-cosmos-block-height"))
+                try:
+                    if path in behaviours:
+                        behaviours[path](self, entry)
+                    else:
+                        send(self, entry["status"], entry["body"].encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up: that is the point
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def hostile():
+    servers: list[HostileNode] = []
+
+    def start(behaviours: dict[str, Behaviour]) -> HostileNode:
+        servers.append(HostileNode(behaviours))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def collect(db: Path, url: str, *extra: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    return run_cli("collect", "-e", "403", "--node", url, "--rate", "0", *extra, db=db, timeout=timeout)
+
+
+def assert_summary_missing(db: Path, r: subprocess.CompletedProcess, why: str) -> None:
+    """Exit 3 with one clear line, the summary missing (one coverage row), the rest stored."""
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert why in r.stderr, r.stderr
+    assert q(db, "SELECT status, detail FROM coverage WHERE item = 'epoch_performance_summary'") == [
+        ("missing", one(db, "SELECT detail FROM coverage WHERE item = 'epoch_performance_summary'"))]
+    assert why in one(db, "SELECT detail FROM coverage WHERE item = 'epoch_performance_summary'")
+    assert one(db, "SELECT count(*) FROM chain_performance") == 0
+    assert one(db, "SELECT count(*) FROM chain_ml_nodes") == 172
+    assert one(db, "SELECT complete FROM chain_epochs") is False
+
+
+# -- behaviours ------------------------------------------------------------------
+def malformed(h, entry):
+    send(h, 200, b'{"epochPerformanceSummary": [{"participant_id": "gonka1')
+
+
+def nested(h, entry):
+    send(h, 200, b"[" * 200_000)
+
+
+def truncated(h, entry):
+    body = entry["body"].encode()
+    h.send_response(200)
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body[: len(body) // 3])  # then the connection closes
+
+
+def drip(what: str, every: float = 0.1) -> Behaviour:
+    """Send the answer one byte at a time, each well within the per-read timeout."""
+    def behaviour(h, entry):
+        body = entry["body"].encode()
+        head = f"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        if what == "body":
+            h.wfile.write(head)
+            h.wfile.flush()
+            data = body
+        else:
+            data = head + body
+        stop = time.monotonic() + SERVE_AT_MOST
+        for i in range(len(data)):
+            if time.monotonic() > stop:
+                return
+            h.wfile.write(data[i:i + 1])
+            h.wfile.flush()
+            time.sleep(every)
+        h.close_connection = True
+    return behaviour
+
+
+def oversized(declared: bool, size: int) -> Behaviour:
+    """A valid JSON answer padded past the limit, sent as fast as loopback goes."""
+    def behaviour(h, entry):
+        head, tail = b'{"epochPerformanceSummary": [], "pad": "', b'"}'
+        chunk = b"x" * 2**20
+        n = (size - len(head) - len(tail)) // len(chunk)
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        if declared:
+            h.send_header("Content-Length", str(len(head) + n * len(chunk) + len(tail)))
+        h.end_headers()
+        h.wfile.write(head)
+        stop = time.monotonic() + SERVE_AT_MOST
+        for _ in range(n):
+            if time.monotonic() > stop:
+                return
+            h.wfile.write(chunk)
+        h.wfile.write(tail)
+        h.close_connection = True
+    return behaviour
+
+
+def rate_limited(retry_after: str, times: int = 2) -> Behaviour:
+    served = {"n": 0}
+
+    def behaviour(h, entry):
+        served["n"] += 1
+        if served["n"] <= times:
+            send(h, 429, b'{"code": 8, "message": "rate limited"}', {"Retry-After": retry_after})
+        else:
+            send(h, 200, entry["body"].encode())
+    return behaviour
+
+
+def summaries_of(epoch: int) -> Behaviour:
+    def behaviour(h, entry):
+        data = json.loads(entry["body"])
+        for s in data["epochPerformanceSummary"]:
+            s["epoch_index"] = str(epoch)
+        send(h, 200, json.dumps(data).encode())
+    return behaviour
+
+
+def no_summaries(h, entry):
+    send(h, 200, b'{"epochPerformanceSummary": []}')
+
+
+# -- tests -------------------------------------------------------------------------
+@pytest.mark.parametrize("behaviour, why", [
+    (malformed, "malformed JSON"),
+    (nested, "malformed JSON (nested too deeply)"),
+    (truncated, "unreachable (RemoteProtocolError)"),
+], ids=["malformed", "nested", "truncated"])
+def test_a_broken_answer_is_missing_and_the_rest_is_stored(db, hostile, behaviour, why):
+    node = hostile({SUMMARY: behaviour})
+    assert_summary_missing(db, collect(db, node.url), why)
+
+
+@pytest.mark.parametrize("what", ["headers", "body"])
+def test_a_dripped_answer_hits_the_total_deadline(db, hostile, what):
+    """One byte every 0.1 s never trips the 0.3 s read timeout; the 12 × 0.3 = 3.6 s
+    deadline ends the request, which is not retried."""
+    node = hostile({SUMMARY: drip(what)})
+    t0 = time.monotonic()
+    r = collect(db, node.url, "--timeout", "0.3", timeout=60)
+    took = time.monotonic() - t0
+    assert_summary_missing(db, r, "no complete answer within the 3.6 s deadline")
+    assert node.hits[SUMMARY] == 1
+    assert took < 30, took
+
+
+def run_measured(*args: str, db: Path, timeout: float = 120) -> tuple[subprocess.CompletedProcess, int]:
+    """Run the CLI as run_cli does, and return its peak RSS in bytes (os.wait4: this child only)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")} | {"NO_COLOR": "1"}
+    cmd = [sys.executable, "-m", "auditor", "--db", str(db), *args]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        killer = threading.Timer(timeout, p.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            killer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(cmd, p.returncode, out.read().decode(), err.read().decode())
+    return done, usage.ru_maxrss * 1024  # Linux: kilobytes
+
+
+@pytest.mark.parametrize("declared, size, why", [
+    (True, 512 * 2**20, "bytes refused (limit 64 MiB)"),
+    (False, LIMIT + 16 * 2**20, "body larger than 64 MiB refused"),
+], ids=["content-length-512MiB", "streamed-80MiB"])
+def test_an_oversized_answer_is_refused_in_bounded_memory(db, hostile, declared, size, why, capsys):
+    assert getattr(http, "MAX_BODY", LIMIT) == LIMIT
+    node = hostile({SUMMARY: oversized(declared, size)})
+    r, rss = run_measured("collect", "-e", "403", "--node", node.url, "--rate", "0", db=db)
+    with capsys.disabled():
+        print(f"\n  peak RSS of collect with a {size / 2**20:.0f} MiB answer: {rss / 2**20:.0f} MiB")
+    assert_summary_missing(db, r, why)
+    assert rss < 400 * 2**20, rss
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "-inf", "soon", "1e999", ""])
+def test_an_unusable_retry_after_counts_as_absent(db, hostile, value):
+    node = hostile({SUMMARY: rate_limited(value)})
+    r = collect(db, node.url)
+    assert r.returncode == 0, r.stderr
+    assert node.hits[SUMMARY] == 3  # 429, 429, 200: backoff instead of the header
+    assert one(db, "SELECT count(*) FROM chain_performance") == 27
+
+
+def test_a_retry_after_date_is_honoured(db, hostile):
+    node = hostile({SUMMARY: rate_limited("Wed, 21 Oct 2015 07:28:00 GMT", times=1)})  # in the past: now
+    r = collect(db, node.url)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT count(*) FROM chain_performance") == 27
+
+
+def test_summaries_of_another_epoch_are_a_shape_error_and_the_epoch_not_complete(db, hostile):
+    node = hostile({SUMMARY: summaries_of(402)})
+    r = collect(db, node.url)
+    assert_summary_missing(db, r, "the summaries are of epoch 402, not 403")
+    assert one(db, "SELECT source_url FROM coverage WHERE item = 'epoch_performance_summary'").startswith(node.url)
+    # not cached as finished: a later collect asks again and, from a good node, completes
+    good = hostile({})
+    r = collect(db, good.url)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT count(*) FROM chain_performance") == 27
+    assert one(db, "SELECT complete FROM chain_epochs") is True
+
+
+def test_an_empty_summary_of_a_settled_epoch_is_one_missing_row(db, hostile):
+    node = hostile({SUMMARY: no_summaries})
+    assert_summary_missing(db, collect(db, node.url), "the node returned no rows for a settled epoch")
+
+
+def test_a_cross_host_redirect_records_the_final_url(db, hostile):
+    """Redirects are followed, to another host too; provenance is where the answer came from."""
+    target = hostile({})
+
+    def moved(h, entry):
+        h.send_response(307)
+        h.send_header("Location", target.url + h.path)
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+
+    front = hostile({SUMMARY: moved})
+    r = collect(db, front.url)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT DISTINCT source_url FROM chain_performance") == target.url + SUMMARY
+    assert one(db, "SELECT source_url FROM coverage WHERE item = 'epoch_performance_summary'") == target.url + SUMMARY
+    assert one(db, "SELECT count(*) FROM chain_ml_nodes WHERE source_url LIKE ?", [front.url + "%"]) == 172
