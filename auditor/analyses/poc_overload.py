@@ -1,0 +1,609 @@
+"""Preserved hosts under confirmation PoC (issue 8, incident 2107): ``auditor poc-overload N``.
+
+During a confirmation PoC (from the trigger to the end of validation) a relaxed-mode
+gateway sends real requests only to preserved hosts; every other slot's turn is a ghost.
+A small preserved host that is the only preserved slot of an escrow then receives the
+traffic of the whole escrow, fails it, and the misses can make the chain's miss test zero
+its epoch reward. For every CPoC event of epoch N and every preserved host of the
+event's snapshot this module reports its weight and the cap the proposed per-host limit
+would give it, its load in the window against that cap and against its own load before
+the window, per escrow the preserved slots, the other slots' ghosts and this host's
+misses, its miss-test verdict and whether the window's misses alone flip it, and a
+counterfactual replay of the window with the cap applied.
+
+Pure functions (no database): :func:`host_cap`, :func:`inflight_profile`,
+:func:`replay_with_cap`, :func:`flip_verdict`. The analysis: :func:`run` (reads the
+``queries/poc_overload_*.sql`` files), also the ``poc_overload`` section of
+``auditor epoch N``. Findings: ``poc_overload`` (warn; error when the miss test zeroed the
+host and the window's misses flip its verdict); ``reward_zeroed_miss_test`` is the miss
+test's own finding: the command (not the epoch report, which has the miss test's) repeats
+it with the number of misses the evidence places in CPoC windows
+(:func:`cpoc_misses_by_participant`).
+
+Where the numbers come from, and what they assume, is printed with them:
+
+* Load: the gateway logs' ``race_completed`` lines (probes excluded), start = end minus
+  ``attempt_ms``. In flight is swept exactly from those intervals and sampled per second.
+  Only this gateway's traffic is seen: other gateways' requests are not in the logs.
+* Misses: the gateway's ``nonce_disposition`` of the attempt's nonce: ``unfinished_refused``
+  (refused before the receipt) and ``unfinished_execution`` (failed after it), with the
+  timeout applied (or its outcome not logged); an unfinished attempt without a
+  disposition is "left unfinished", not counted as a miss. Devshard misses reach the chain
+  only through settlement, without timestamps (chain-api.md 9.2, 12.4), so the window is
+  the attempt's start time; how much of the chain's ``missed_requests`` the logs cover is
+  reported per host.
+* Counterfactual: the cap applies while PoC generation is active (trigger to gen_end, as
+  proposed) unless ``cap_span='window'``; a request started while the host already has
+  ``cap`` requests in flight is refused before any receipt: its nonce becomes a ghost,
+  which the chain counts as assigned and not missed. Admitted requests keep their
+  observed duration and outcome (less load would likely fail fewer: the remaining
+  misses are an upper bound); a refused request is not retried on another host here. The
+  network p0 is held at the epoch's value.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ..result import Finding, Result, Table, utc_text
+from ..store import Store
+from . import misstest
+from .frame import Options, require_epoch
+
+KEY, TITLE = "poc_overload", "Preserved hosts under confirmation PoC"
+
+DEFAULT_PER_10000 = 10.0
+PER_10000_DEFAULT_SOURCE = ("gateway default poc_max_concurrent_requests_per_10000_weight = 10.0 "
+                            "(devshardctl gateway_settings; gateway-logs.md sections 7.2 and 9): not read "
+                            "from this gateway; pass --per-10000 with its setting")
+MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
+                     "unfinished_execution": "failed_after_receipt"}
+MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss
+
+
+@dataclass(frozen=True)
+class PocOverloadOptions(Options):
+    """Options of ``auditor poc-overload`` (defaults: what ``auditor epoch N`` uses)."""
+
+    per_10000: float | None = None       # PoCMaxConcurrentPer10000Weight; None = the gateway default
+    lookback_minutes: float = 10.0       # "before the window": this many minutes before the trigger
+    cap_span: str = "generation"         # where the counterfactual applies the cap: generation | window
+    overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
+    tiny_share: float = 0.01             # structural risk: only preserved slots held by hosts below this share
+    miss_test_findings: bool = False     # repeat reward_zeroed_miss_test with the CPoC evidence (the command)
+
+
+# -- pure rules ---------------------------------------------------------------------------------
+def host_cap(weight: int | None, per_10000: float) -> int | None:
+    """The proposed per-host cap: ``max(1, floor(weight x per10000 / 10000))``; None without a weight."""
+    if weight is None:
+        return None
+    return max(1, math.floor(Decimal(int(weight)) * Decimal(str(per_10000)) / Decimal(10000)))
+
+
+def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime) -> dict:
+    """In-flight requests over ``[start, end]`` from ``(start, end)`` intervals (an interval
+    counts on ``[s, e)``): the exact peak and when it happened, and the per-second maxima
+    (one value per second of the span, each the most in flight at any moment of it)."""
+    events: list[tuple[datetime, int]] = []
+    current = 0
+    for s, e in intervals:
+        if e <= start or s > end:
+            continue
+        if s <= start:
+            current += 1
+        else:
+            events.append((s, 1))
+        if e <= end:
+            events.append((e, -1))
+    events.sort(key=lambda x: (x[0], x[1]))        # ends before starts at the same instant
+    n_seconds = max(1, math.ceil((end - start).total_seconds()))
+    per_second = [0] * n_seconds
+    peak, peak_at = current, start
+    per_second[0] = current
+    last_bucket = 0
+    for t, d in events:
+        b = min(n_seconds - 1, int((t - start).total_seconds()))
+        for k in range(last_bucket + 1, b + 1):    # seconds without an event carry the level on
+            per_second[k] = current
+        last_bucket = max(last_bucket, b)
+        current += d
+        if current > per_second[b]:
+            per_second[b] = current
+        if current > peak:
+            peak, peak_at = current, t
+    for k in range(last_bucket + 1, n_seconds):
+        per_second[k] = current
+    return {"peak": peak, "peak_at": peak_at, "per_second": per_second}
+
+
+def replay_with_cap(attempts: Sequence[Mapping[str, Any]], cap: int, span_start: datetime,
+                    span_end: datetime) -> dict:
+    """Replay one host's attempts in start order with at most ``cap`` in flight during
+    ``[span_start, span_end]``: an attempt that starts in the span while ``cap`` are in flight
+    is refused before any receipt (not a miss); admitted ones keep their duration and outcome.
+    Each attempt needs ``start_ts``, ``end_ts`` and ``miss`` (bool)."""
+    if cap < 1:
+        raise ValueError("cap must be at least 1")
+    ends: list[datetime] = []
+    refused = refused_misses = remaining_misses = admitted = 0
+    for a in sorted(attempts, key=lambda a: a["start_ts"]):
+        s = a["start_ts"]
+        while ends and ends[0] <= s:
+            heapq.heappop(ends)
+        if span_start <= s <= span_end and len(ends) >= cap:
+            refused += 1
+            refused_misses += bool(a["miss"])
+            continue
+        admitted += 1
+        remaining_misses += bool(a["miss"])
+        heapq.heappush(ends, a["end_ts"])
+    return {"requests": len(attempts), "admitted": admitted, "refused": refused,
+            "misses_avoided": refused_misses, "misses_remaining": remaining_misses}
+
+
+def flip_verdict(missed: int, total: int, removed: int, p0: Decimal) -> dict:
+    """The miss test with ``removed`` of the misses turned into ghosts (assigned, not missed:
+    ``total`` unchanged) at the same p0."""
+    removed = max(0, min(removed, missed))
+    before = misstest.miss_test_detail(missed, total, p0)
+    after = misstest.miss_test_detail(missed - removed, total, p0)
+    return {"missed": missed - removed, "total": total, "passed": after.passed,
+            "critical_misses": after.critical, "flips": (not before.passed) and after.passed}
+
+
+# -- the analysis -------------------------------------------------------------------------------
+def _miss_kind(a: Mapping[str, Any], have_dispositions: bool) -> str | None:
+    """What an attempt's nonce became: a miss kind, 'left_unfinished', 'not_applied' or None (done)."""
+    disp = a.get("disposition")
+    if disp in MISS_DISPOSITIONS:
+        return MISS_DISPOSITIONS[disp] if a.get("timeout_outcome") in MISS_OUTCOMES else "not_applied"
+    if disp is not None:
+        return None
+    if a.get("finished"):
+        return None
+    if not have_dispositions:          # no nonce_disposition lines at all: estimate from the receipt
+        return "failed_after_receipt_est" if a.get("has_receipt") else "refused_before_receipt_est"
+    return "left_unfinished"
+
+
+def _is_miss(kind: str | None) -> bool:
+    return kind is not None and kind.startswith(("refused_before_receipt", "failed_after_receipt"))
+
+
+def _per_minute(n: int, seconds: float) -> float | None:
+    return round(n * 60.0 / seconds, 2) if seconds > 0 else None
+
+
+def _evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, model: str) -> tuple[str, str]:
+    first, last = span.get("first_ts"), span.get("last_ts")
+    if first is None:
+        return "none", "no gateway logs in the store"
+    if last < start or first > end:
+        return "none", f"the gateway logs ({utc_text(first)} to {utc_text(last)}) do not reach this window"
+    if model not in (span.get("models") or []):
+        return "none", f"the gateway logs name no traffic for {model}: no evidence of its load"
+    if first > start or last < end:
+        return "partial", f"the gateway logs cover only {utc_text(max(first, start))} to {utc_text(min(last, end))}"
+    return "full", "the gateway logs span the whole window"
+
+
+def _miss_test_rows(store: Store, epoch: int) -> tuple[dict[str, dict], Decimal | None, list[str]]:
+    mt = misstest.run(store, epoch, Options())
+    if mt.unavailable:
+        return {}, None, [f"miss test unavailable: {mt.unavailable}"]
+    return ({p["participant"]: p for p in mt.data["participants"]}, Decimal(str(mt.data["p0"])),
+            [])
+
+
+def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+    opt = options if isinstance(options, PocOverloadOptions) else PocOverloadOptions(
+        **({} if options is None else {"participant": options.participant, "since": options.since,
+                                       "until": options.until}))
+    require_epoch(store, epoch)
+    events = store.query("poc_overload_events", epoch=epoch)
+    notes: list[str] = []
+    missing: list[str] = []
+    unknown: list[str] = []
+    per_10000 = opt.per_10000 if opt.per_10000 is not None else DEFAULT_PER_10000
+    per_source = "given with --per-10000" if opt.per_10000 is not None else PER_10000_DEFAULT_SOURCE
+    cpoc_cov = store.one("SELECT status FROM coverage WHERE source = 'chain' AND epoch = ? "
+                         "AND item = 'confirmation_poc_events'", [epoch])
+    if not events:
+        if cpoc_cov is None or cpoc_cov[0] != "ok":
+            reason = (f"the confirmation PoC events of epoch {epoch} were not collected: "
+                      f"auditor collect --epoch {epoch} --refresh --node URL")
+            return Result.missing_input(KEY, TITLE, reason, ["chain"])
+        data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
+                "windows": [], "events": [], "cpoc_misses": {}, "notes": [f"epoch {epoch} had no confirmation PoC"]}
+        return Result(KEY, TITLE, data, [Table(TITLE, [], [], data["notes"])],
+                      coverage={"sources": ["chain"], "missing": [], "unknown": []})
+
+    hosts = store.query("poc_overload_preserved_hosts", epoch=epoch)
+    span = store.query("poc_overload_log_span")[0]
+    mt_rows, p0, mt_notes = _miss_test_rows(store, epoch)
+    notes.extend(mt_notes)
+    if p0 is None:
+        unknown.append("miss test verdicts (performance summary not collected)")
+
+    timed = [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
+    for e in events:
+        if e not in timed:
+            missing.append(f"{e['episode']}: block times of its trigger / end of validation not collected: "
+                           "its window cannot be placed in wall-clock time")
+    lookback = timedelta(minutes=opt.lookback_minutes)
+    attempts: list[dict] = []
+    ghosts: list[dict] = []
+    if timed and span["first_ts"] is not None:
+        since = min(e["trigger_time"] for e in timed) - lookback
+        until = max(e["val_end_time"] for e in timed)
+        attempts = store.query("poc_overload_attempts", since=since, until=until)
+        ghosts = store.query("poc_overload_ghosts", since=since, until=until)
+    have_disp = bool(store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
+    if attempts and not have_disp:
+        notes.append("the logs have no nonce_disposition lines: misses are estimated from race_completed "
+                     "(has_receipt, finished), without the timeout outcome (marked _est)")
+    for a in attempts:
+        a["kind"] = _miss_kind(a, have_disp)
+        a["miss"] = _is_miss(a["kind"])
+    slots = store.query("poc_overload_escrow_slots")
+    slot_map: dict[int, list[dict]] = defaultdict(list)
+    for s in slots:
+        slot_map[s["escrow"]].append(s)
+
+    preserved_by_ep: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for h in hosts:
+        preserved_by_ep[(h["episode"], h["model_id"])].add(h["participant"])
+
+    windows: list[dict] = []
+    findings: list[Finding] = []
+    cpoc_misses: dict[str, dict] = {}
+    for ev in events:
+        ep = ev["episode"]
+        ev_hosts = [h for h in hosts if h["episode"] == ep]
+        if not ev_hosts:
+            notes.append(f"{ep}: no preserved-node snapshot stored for this event (see coverage)")
+        if ev not in timed:
+            for h in ev_hosts:
+                windows.append(_unknown_window(ev, h, per_10000, "window times unknown (block times not collected)"))
+            continue
+        start, end = ev["trigger_time"], ev["val_end_time"]
+        gen_end = ev["gen_end_time"] or end
+        cap_end = end if opt.cap_span == "window" else gen_end
+        win_s = (end - start).total_seconds()
+        in_win = [a for a in attempts if start <= a["start_ts"] <= end]
+        running = [a for a in attempts if a["start_ts"] <= end and a["end_ts"] >= start]
+        before = [a for a in attempts if start - lookback <= a["start_ts"] < start]
+        win_ghosts = [g for g in ghosts if g["last_ts"] >= start and g["first_ts"] <= end]
+        for h in ev_hosts:
+            p, model = h["participant"], h["model_id"]
+            if opt.participant and p != opt.participant:
+                continue
+            state, state_text = _evidence_state(span, start, end, model)
+            entry = _base_window(ev, h, per_10000)
+            entry["evidence"] = {"state": state, "detail": state_text}
+            mt = mt_rows.get(p)
+            entry["miss_test"] = None if mt is None else {
+                "verdict": mt["verdict"], "total": mt["total"], "missed": mt["missed"],
+                "critical_misses": mt["critical_misses"], "rewarded_coins": mt["rewarded_coins"]}
+            entry["structural_risk"] = _structural(h, ev, slot_map, preserved_by_ep, opt.tiny_share,
+                                                   in_win, win_ghosts)
+            if state == "none":
+                entry.update(peak_inflight=None, requests=None, misses=None, counterfactual=None)
+                unknown.append(f"{ep} {model} {p}: {state_text}")
+                windows.append(entry)
+                continue
+            mine_win = [a for a in in_win if a["participant"] == p and a["model"] == model]
+            mine_run = [a for a in running if a["participant"] == p and a["model"] == model]
+            mine_before = [a for a in before if a["participant"] == p and a["model"] == model]
+            model_win = [a for a in in_win if a["model"] == model]
+            model_before = [a for a in before if a["model"] == model]
+            prof = inflight_profile(((a["start_ts"], a["end_ts"]) for a in mine_run), start, end)
+            kinds: dict[str, int] = defaultdict(int)
+            for a in mine_win:
+                if a["kind"]:
+                    kinds[a["kind"]] += 1
+            n_miss = sum(1 for a in mine_win if a["miss"])
+            by_minute: dict[str, int] = defaultdict(int)
+            for a in mine_win:
+                by_minute[a["start_ts"].strftime("%H:%M")] += 1
+            share_win = len(mine_win) / len(model_win) if model_win else None
+            share_before = len(mine_before) / len(model_before) if model_before else None
+            entry.update({
+                "peak_inflight": prof["peak"],
+                "peak_at": utc_text(prof["peak_at"]) if prof["peak"] else None,
+                "p95_inflight_per_second": _percentile(prof["per_second"], 0.95),
+                "requests": len(mine_win),
+                "requests_per_minute": _per_minute(len(mine_win), win_s),
+                "busiest_minute": max(by_minute.values()) if by_minute else 0,
+                "before": {"minutes": opt.lookback_minutes, "requests": len(mine_before),
+                           "requests_per_minute": _per_minute(len(mine_before), lookback.total_seconds()),
+                           "model_requests_per_minute": _per_minute(len(model_before), lookback.total_seconds()),
+                           "share_of_model_requests": _r(share_before)},
+                "share_of_model_requests": _r(share_win),
+                "misses": n_miss,
+                "misses_by_kind": dict(sorted(kinds.items())),
+                "escrows": _escrows(p, model, mine_win, slot_map, preserved_by_ep[(ep, model)], win_ghosts),
+            })
+            cap = entry["cap"]
+            cf = None
+            if cap is not None:
+                rep = replay_with_cap(mine_run, cap, start, cap_end)
+                cf = {**rep, "cap": cap, "span": opt.cap_span,
+                      "span_start": utc_text(start), "span_end": utc_text(cap_end),
+                      "assumptions": [
+                          f"cap {cap} = max(1, floor({entry['weight']} x {per_10000:g} / 10000)) in flight, "
+                          f"applied from {utc_text(start)} to {utc_text(cap_end)} "
+                          f"({'PoC generation: grace + generation' if opt.cap_span != 'window' else 'the whole CPoC window'})",
+                          "a request over the cap is refused before any receipt: its nonce becomes a ghost "
+                          "(assigned, not missed); it is not retried on another host here",
+                          "admitted requests keep their observed duration and outcome (less load would "
+                          "likely fail fewer: misses_remaining is an upper bound)",
+                          "the network p0 is held at the epoch's value"]}
+            entry["counterfactual"] = cf
+            # the miss test: does this window flip it, would the cap have saved it
+            if mt is not None and p0 is not None and mt["total"]:
+                entry["window_flips_verdict"] = flip_verdict(mt["missed"], mt["total"], n_miss, p0)["flips"]
+                if cf is not None:
+                    after = flip_verdict(mt["missed"], mt["total"], cf["misses_avoided"], p0)
+                    cf["epoch_missed_after"], cf["epoch_total_after"] = after["missed"], after["total"]
+                    cf["would_pass_miss_test"] = after["passed"]
+                if n_miss > mt["missed"]:
+                    notes.append(f"{ep} {p}: the logs place {n_miss} misses in the window, more than the chain's "
+                                 f"{mt['missed']} missed_requests for the epoch (escrows of another epoch, or "
+                                 "timeouts the chain did not count): the flip uses at most the chain's count")
+            else:
+                entry["window_flips_verdict"] = None
+            all_logged = sum(1 for a in attempts if a["participant"] == p and a["miss"])
+            entry["attribution"] = {
+                "source": "gateway logs: race_completed start times, nonce_disposition of the same nonce",
+                "window_misses": n_miss,
+                "chain_missed_requests": None if mt is None else mt["missed"],
+                "share_of_chain_misses": (None if mt is None or not mt["missed"]
+                                          else round(min(n_miss, mt["missed"]) / mt["missed"], 4)),
+                "log_span": [utc_text(span["first_ts"]), utc_text(span["last_ts"])],
+                "logged_misses_read": all_logged,
+            }
+            if state == "partial":
+                unknown.append(f"{ep} {model} {p}: {state_text}")
+            windows.append(entry)
+            c = cpoc_misses.setdefault(p, {"misses_in_cpoc_windows": 0, "windows": [], "evidence": []})
+            c["misses_in_cpoc_windows"] += n_miss
+            c["windows"].append(ep)
+            c["evidence"].append(f"{ep}: {state_text}")
+            f = _finding(entry, opt, share_before, share_win)
+            if f is not None:
+                findings.append(f)
+    for p, c in cpoc_misses.items():
+        mt = mt_rows.get(p)
+        c["chain_missed_requests"] = None if mt is None else mt["missed"]
+    if opt.miss_test_findings:
+        findings.extend(_zeroed_findings(store, epoch, cpoc_misses, windows))
+
+    data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
+            "cap_rule": "max(1, floor(weight x per_10000 / 10000))",
+            "events": [{"episode": e["episode"], "trigger_height": e["trigger_height"], "gen_end": e["gen_end"],
+                        "val_end": e["val_end"], "start": utc_text(e["trigger_time"]),
+                        "gen_end_time": utc_text(e["gen_end_time"]), "end": utc_text(e["val_end_time"])}
+                       for e in events],
+            "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
+    coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
+    return Result(KEY, TITLE, data, _tables(windows, notes, per_source), findings, coverage,
+                  complete=not missing, header=_header(data, span))
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _percentile(values: Sequence[int], q: float) -> int | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def _base_window(ev: Mapping[str, Any], h: Mapping[str, Any], per_10000: float) -> dict:
+    weight = None if h["weight"] is None else int(h["weight"])
+    total = None if h["model_total_weight"] is None else int(h["model_total_weight"])
+    return {"episode": ev["episode"], "event_sequence": ev["event_sequence"],
+            "participant": h["participant"], "model": h["model_id"],
+            "weight": weight, "model_weight": total,
+            "share": None if weight is None or not total else round(weight / total, 6),
+            "preserved_nodes": list(h["node_ids"]),
+            "preserved_weight": None if h["preserved_weight"] is None else int(h["preserved_weight"]),
+            "cap": host_cap(weight, per_10000),
+            "window": {"start": utc_text(ev["trigger_time"]), "gen_end": utc_text(ev["gen_end_time"]),
+                       "end": utc_text(ev["val_end_time"])}}
+
+
+def _unknown_window(ev, h, per_10000, why) -> dict:
+    e = _base_window(ev, h, per_10000)
+    e.update(evidence={"state": "none", "detail": why}, peak_inflight=None, requests=None, misses=None,
+             counterfactual=None, miss_test=None, structural_risk=None)
+    return e
+
+
+def _escrow_slots(slot_map, escrow) -> list[dict]:
+    return slot_map.get(escrow, [])
+
+
+def _escrows(p, model, mine_win, slot_map, preserved: set[str], win_ghosts) -> list[dict]:
+    """Per escrow this host served in the window: its slots, how many were preserved, the
+    other slots' ghosts in the window by reason and phase, this host's misses there."""
+    by_escrow: dict[int, list[dict]] = defaultdict(list)
+    for a in mine_win:
+        by_escrow[a["escrow"]].append(a)
+    out = []
+    for esc, rows in sorted(by_escrow.items()):
+        sl = _escrow_slots(slot_map, esc)
+        known = bool(sl)
+        group = (sl[0]["group_size"] if sl and sl[0]["group_size"] else (len(sl) if sl and sl[0]["source"] != "log" else None))
+        ghost_other: dict[str, int] = defaultdict(int)
+        ghost_mine = 0
+        for g in win_ghosts:
+            if g["escrow"] != esc:
+                continue
+            if g["participant"] == p:
+                ghost_mine += g["ghosts"]
+            else:
+                ghost_other[f"{g['reason'] or '?'}/{g['dispatch_phase'] or '?'}"] += g["ghosts"]
+        kinds: dict[str, int] = defaultdict(int)
+        for a in rows:
+            if a["kind"]:
+                kinds[a["kind"]] += 1
+        out.append({
+            "escrow": esc,
+            "slots": group,
+            "slot_list_source": sl[0]["source"] if sl else None,
+            "host_slots": sum(1 for s in sl if s["participant"] == p) if known else None,
+            "preserved_slots": sum(1 for s in sl if s["participant"] in preserved) if known else None,
+            "slots_known": len(sl),
+            "requests": len(rows),
+            "misses": sum(1 for a in rows if a["miss"]),
+            "misses_by_kind": dict(sorted(kinds.items())),
+            "other_slots_ghosts": dict(sorted(ghost_other.items())),
+            "own_ghosts": ghost_mine,
+        })
+    return out
+
+
+def _structural(h, ev, slot_map, preserved_by_ep, tiny: float, in_win, win_ghosts) -> dict:
+    """From chain data (and whatever slot lists the store has): is this host a tiny-share
+    preserved host that is the only preserved slot of an escrow active in the window?"""
+    p, model, ep = h["participant"], h["model_id"], ev["episode"]
+    weight, total = h["weight"], h["model_total_weight"]
+    share = None if weight is None or not total else int(weight) / int(total)
+    preserved = preserved_by_ep[(ep, model)]
+    active = {a["escrow"] for a in in_win if a["model"] == model} | {g["escrow"] for g in win_ghosts}
+    only: list[int] = []
+    for esc, sl in slot_map.items():
+        mdl = {s["model_id"] for s in sl if s["model_id"]}
+        if mdl and model not in mdl:
+            continue
+        chain_epoch = {s["epoch_index"] for s in sl if s["epoch_index"] is not None}
+        if esc not in active and not (chain_epoch and ev.get("epoch_index") in chain_epoch):
+            continue
+        pres_hosts = {s["participant"] for s in sl if s["participant"] in preserved}
+        if pres_hosts == {p}:
+            only.append(esc)
+    return {"share": None if share is None else round(share, 6), "tiny_share_below": tiny,
+            "tiny": None if share is None else share < tiny,
+            "only_preserved_slot_in_escrows": sorted(only),
+            "slot_lists_known": len(slot_map)}
+
+
+def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> Finding | None:
+    cap, peak, misses = entry["cap"], entry["peak_inflight"], entry["misses"]
+    if cap is None or peak is None or not misses:
+        return None
+    if peak < opt.overload_factor * cap or peak < cap + 2:
+        return None
+    if share_before is not None and share_win is not None and share_win <= 2 * share_before:
+        return None       # its usual share of the model's load: not the preserved-slot pile-up
+    mt = entry["miss_test"] or {}
+    zeroed = mt.get("verdict") == "zeroed_by_miss_test"
+    flips = bool(entry.get("window_flips_verdict"))
+    severity = "error" if zeroed and flips else "warn"
+    cf = entry["counterfactual"] or {}
+    summary = (f"{entry['episode']}: preserved host with {entry['share']:.2%} of {entry['model']} weight peaked at "
+               f"{peak} in flight against a cap of {cap} and took {misses} misses in the window"
+               + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else ""))
+    evidence = {
+        "episode": entry["episode"], "window": entry["window"], "weight": entry["weight"],
+        "model_weight": entry["model_weight"], "share": entry["share"], "cap": cap,
+        "peak_inflight": peak, "peak_at": entry.get("peak_at"),
+        "requests": entry["requests"], "requests_per_minute": entry["requests_per_minute"],
+        "before": entry["before"], "misses": misses, "misses_by_kind": entry["misses_by_kind"],
+        "escrows": entry["escrows"], "miss_test": entry["miss_test"],
+        "window_flips_verdict": entry.get("window_flips_verdict"),
+        "counterfactual": {k: cf.get(k) for k in ("refused", "misses_avoided", "misses_remaining",
+                                                  "would_pass_miss_test")},
+        "attribution": entry["attribution"], "overload_rule": f"peak >= {opt.overload_factor} x cap and >= cap + 2",
+        "query": "queries/poc_overload_attempts.sql",
+    }
+    return Finding("poc_overload", severity, {"kind": "participant", "id": entry["participant"]}, summary,
+                   evidence, model=entry["model"])
+
+
+def cpoc_misses_by_participant(store: Store, epoch: int) -> dict[str, dict]:
+    """Per participant: how many of its misses the gateway evidence places in the epoch's
+    CPoC windows (``misses_in_cpoc_windows``), the windows and what evidence covered them.
+    For the miss test's ``reward_zeroed_miss_test`` evidence."""
+    return run(store, epoch, PocOverloadOptions()).data.get("cpoc_misses", {})
+
+
+def _zeroed_findings(store: Store, epoch: int, cpoc: Mapping[str, dict], windows: list[dict]) -> list[Finding]:
+    mt = misstest.run(store, epoch, Options())
+    out = []
+    for f in mt.findings:
+        if f.code != "reward_zeroed_miss_test":
+            continue
+        p = f.subject["id"]
+        c = cpoc.get(p)
+        ev = dict(f.evidence)
+        if c is not None:
+            ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
+            ev["cpoc_evidence"] = c["evidence"]
+        else:
+            preserved = [w["episode"] for w in windows if w["participant"] == p]
+            ev["misses_in_cpoc_windows"] = None
+            ev["cpoc_evidence"] = (["not preserved in any CPoC of the epoch: no misses of a preserved-host pile-up"]
+                                   if not preserved else ["no gateway evidence for its CPoC windows"])
+        out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
+    return out
+
+
+def _fmt(v: Any) -> Any:
+    return "unknown" if v is None else v
+
+
+def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Table]:
+    rows = []
+    for w in windows:
+        cf = w.get("counterfactual") or {}
+        mt = w.get("miss_test") or {}
+        rows.append({
+            "episode": w["episode"], "model": w["model"], "participant": w["participant"],
+            "weight": w["weight"], "share": w["share"], "cap": w["cap"],
+            "peak_inflight": _fmt(w["peak_inflight"]), "requests": _fmt(w["requests"]),
+            "rpm_before": _fmt((w.get("before") or {}).get("requests_per_minute")),
+            "rpm_window": _fmt(w.get("requests_per_minute")),
+            "misses": _fmt(w["misses"]), "verdict": mt.get("verdict", "unknown"),
+            "window_flips": _fmt(w.get("window_flips_verdict")),
+            "cf_refused": _fmt(cf.get("refused")), "cf_misses": _fmt(cf.get("misses_remaining")),
+            "cf_passes": _fmt(cf.get("would_pass_miss_test")),
+            "evidence": w["evidence"]["state"],
+        })
+    t_notes = [f"cap = max(1, floor(weight x per_10000 / 10000)); per_10000: {per_source}.",
+               "unknown = no gateway evidence for that window or model (never zero load).",
+               "cf_* = the window replayed with the cap (see --format json for the assumptions)."] + notes
+    esc_rows = []
+    for w in windows:
+        for e in w.get("escrows") or []:
+            esc_rows.append({"episode": w["episode"], "participant": w["participant"], "escrow": e["escrow"],
+                             "slots": _fmt(e["slots"]), "preserved_slots": _fmt(e["preserved_slots"]),
+                             "requests": e["requests"], "misses": e["misses"],
+                             "misses_by_kind": ", ".join(f"{k} {v}" for k, v in e["misses_by_kind"].items()),
+                             "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items()),
+                             "slot_list_from": _fmt(e["slot_list_source"])})
+    tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
+                    narrow=["share", "rpm_before", "window_flips", "evidence"])]
+    if esc_rows:
+        tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows))
+    return tables
+
+
+def _header(data: dict, span: Mapping[str, Any]) -> list[tuple[str, str]]:
+    ev = ", ".join(f"{e['episode']} {e['start']} to {e['end']}" for e in data["events"])
+    return [("epoch", str(data["epoch"])), ("CPoC windows", ev or "none"),
+            ("per 10,000 weight", f"{data['per_10000']:g} ({'given' if 'given' in data['per_10000_source'] else 'gateway default'})"),
+            ("gateway logs", "none" if span["first_ts"] is None
+             else f"{utc_text(span['first_ts'])} to {utc_text(span['last_ts'])}")]

@@ -1,0 +1,482 @@
+"""Preserved-weight targets per model from measured PoC-time demand (issue 8, incident 2107):
+``auditor targets N`` and ``auditor targets --epochs A..B``.
+
+Today the chain preserves, per model, ``trunc(poc_slot_allocation x W_m)``, filled with
+each eligible participant's smallest node in address order (chain-api.md 7.2). The
+proposal preserves ``max(poc_slot_allocation x W_m, D_m)``, filled with nodes that can
+carry load, where D_m is the weight needed to serve model m's in-flight demand during a
+PoC window at the gateway's per-10,000-weight ratio. Per model this reports W_m, the
+fraction and the chain's target, the weight each episode actually preserved, the peak
+in-flight demand seen in the CPoC windows (statistic and headroom printed), D_m, the
+suggested target and the gap, a largest-first fill plan, and the chain's smallest-first
+selection simulated on the epoch's real node weights. For governance: the single global
+``poc_slot_allocation`` that would cover every model's demand, and a table of candidates.
+
+Pure functions: :func:`parse_epoch_range`, :func:`smallest_first`, :func:`largest_first`,
+:func:`demand_weight`, :func:`demand_statistic`, :func:`covering_fraction`. The analysis:
+:func:`run` (one epoch) and :func:`run_range`. Finding: ``preserved_capacity_short``
+(warn where a preserved host of the model took misses in that CPoC window, else info).
+
+Demand comes from the gateway logs only (per-second in flight needs attempt start and
+end times; the accounting API has counters without times), summed over every log file
+in the store. One gateway's demand is a lower bound on the network's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from ..errors import SourceError, UsageError
+from ..result import Finding, Result, Table, utc_text
+from ..store import Store
+from . import poc_overload
+from .frame import Options, not_stored, require_epoch
+
+KEY, TITLE = "preserved_targets", "Preserved-weight targets from PoC demand"
+DEFAULT_FRACTION = Decimal("0.5")          # the chain's fallback when poc_slot_allocation is unset
+CANDIDATES = (Decimal("0.05"), Decimal("0.1"), Decimal("0.15"), Decimal("0.2"), Decimal("0.25"),
+              Decimal("0.3"), Decimal("0.4"), Decimal("0.5"))
+LOWER_BOUND_NOTE = ("demand is what the gateway logs in the store saw: one gateway's demand is a lower bound "
+                    "on the network's; every log file given is summed")
+
+
+@dataclass(frozen=True)
+class TargetsOptions(Options):
+    """Options of ``auditor targets`` (defaults: what ``auditor epoch N`` uses)."""
+
+    statistic: str = "max"               # max | pNN (percentile of per-second in flight, e.g. p99)
+    headroom: float = 1.25               # demand x headroom is what the preserved set must carry
+    per_10000: float | None = None       # PoCMaxConcurrentPer10000Weight; None = the gateway default
+
+
+# -- pure rules ---------------------------------------------------------------------------------
+def parse_epoch_range(text: str) -> tuple[int, int]:
+    """``"A..B"`` -> ``(A, B)`` with 0 <= A <= B; a :class:`UsageError` otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*\.\.\s*(\d+)\s*", text or "")
+    if not m:
+        raise UsageError(f"--epochs {text!r}: expected A..B, e.g. 420..433")
+    a, b = int(m.group(1)), int(m.group(2))
+    if a > b:
+        raise UsageError(f"--epochs {text}: the first epoch ({a}) is after the last ({b})")
+    if b - a > 200:
+        raise UsageError(f"--epochs {text}: at most 201 epochs at once")
+    return a, b
+
+
+def parse_statistic(stat: str) -> float | None:
+    """``max`` -> None; ``pNN`` (0 < NN <= 100, decimals allowed) -> NN/100; else UsageError."""
+    if stat == "max":
+        return None
+    m = re.fullmatch(r"p(\d{1,2}(?:\.\d+)?|100)", stat or "")
+    if not m or not 0 < float(m.group(1)) <= 100:
+        raise UsageError(f"--statistic {stat!r}: expected max or pNN (a percentile, e.g. p99)")
+    return float(m.group(1)) / 100
+
+
+def demand_statistic(per_second: Sequence[int], stat: str) -> int | None:
+    """The demand statistic over per-second in-flight maxima: the max, or a percentile
+    (nearest rank). None for no seconds."""
+    if not per_second:
+        return None
+    q = parse_statistic(stat)
+    if q is None:
+        return max(per_second)
+    s = sorted(per_second)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def demand_weight(peak: int | None, headroom: float, per_10000: float) -> int | None:
+    """The weight whose cap ``floor(w x per_10000 / 10000)`` carries ``ceil(peak x headroom)``
+    requests in flight: ``ceil(ceil(peak x headroom) x 10000 / per_10000)``. None when unknown."""
+    if peak is None:
+        return None
+    need = math.ceil(Decimal(peak) * Decimal(str(headroom)))
+    return math.ceil(Decimal(need) * Decimal(10000) / Decimal(str(per_10000)))
+
+
+def smallest_first(nodes_by_participant: Mapping[str, Sequence[tuple[str, int]]], eligible: Iterable[str],
+                   target: int) -> list[tuple[str, str, int]]:
+    """The chain's ``samplePreservedForModel`` round robin (chain-api.md 7.2 step 6): rounds
+    over the eligible participants in address order, each giving its smallest unallocated
+    node (ties by node id), until the allocated weight reaches ``target`` or the pool runs
+    out. Returns ``(participant, node_id, weight)`` in allocation order."""
+    queues = {p: sorted(nodes_by_participant.get(p, ()), key=lambda n: (n[1], n[0])) for p in set(eligible)}
+    chosen: list[tuple[str, str, int]] = []
+    current = 0
+    if target <= 0:
+        return chosen
+    while True:
+        progressed = False
+        for p in sorted(queues):
+            if not queues[p]:
+                continue
+            node, w = queues[p].pop(0)
+            chosen.append((p, node, w))
+            current += w
+            progressed = True
+            if current >= target:
+                return chosen
+        if not progressed:
+            return chosen
+
+
+def largest_first(nodes: Iterable[tuple[str, str, int]], target: int) -> list[tuple[str, str, int]]:
+    """The proposed fill: the heaviest nodes first (ties by participant, node id) until the
+    weight reaches ``target``."""
+    chosen: list[tuple[str, str, int]] = []
+    current = 0
+    for p, node, w in sorted(nodes, key=lambda n: (-n[2], n[0], n[1])):
+        if current >= target:
+            break
+        chosen.append((p, node, w))
+        current += w
+    return chosen
+
+
+def covering_fraction(demands: Mapping[str, int], w_m: Mapping[str, int]) -> Decimal | None:
+    """The smallest fraction f (in steps of 0.001) with ``trunc(f x W_m) >= D_m`` for every
+    model with a known demand; None when no model has one."""
+    need = [Decimal(d) / Decimal(w_m[m]) for m, d in demands.items() if d is not None and w_m.get(m)]
+    if not need:
+        return None
+    f = (max(need) * 1000).to_integral_value(rounding="ROUND_CEILING") / 1000
+    while any(int(f * w_m[m]) < d for m, d in demands.items() if d is not None and w_m.get(m)):
+        f += Decimal("0.001")
+    return f
+
+
+def _plan(chosen: Sequence[tuple[str, str, int]], per_10000: float, target: int) -> dict:
+    weight = sum(w for _, _, w in chosen)
+    smallest = min((w for _, _, w in chosen), default=None)
+    return {"nodes": len(chosen), "participants": len({p for p, _, _ in chosen}), "weight": weight,
+            "meets_target": weight >= target,
+            "smallest_node_weight": smallest,
+            "smallest_node_cap": poc_overload.host_cap(smallest, per_10000),
+            "selection": [{"participant": p, "node_id": n, "weight": w} for p, n, w in chosen]}
+
+
+# -- the analysis -------------------------------------------------------------------------------
+def _opts(options: Options | None) -> TargetsOptions:
+    if isinstance(options, TargetsOptions):
+        return options
+    return TargetsOptions() if options is None else TargetsOptions(participant=options.participant)
+
+
+def _epoch_demand(store: Store, epoch: int, opt: TargetsOptions) -> dict:
+    """Per model: per-second in-flight maxima over the epoch's CPoC windows the logs cover."""
+    windows = [w for w in store.query("epoch_windows", epoch=epoch) if w["window"].startswith("cpoc:")]
+    span = store.query("poc_overload_log_span")[0]
+    served = set(span["models"] or [])
+    out: dict[str, Any] = {"windows": [], "per_second": defaultdict(list), "peaks": defaultdict(dict)}
+    for w in windows:
+        start, end = w["start_time"], w["end_time"]
+        if start is None or end is None:
+            out["windows"].append({"window": w["window"], "evidence": "none", "detail": "block times not collected"})
+            continue
+        covered = span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start
+        if not covered:
+            out["windows"].append({"window": w["window"], "start": utc_text(start), "end": utc_text(end),
+                                   "evidence": "none", "detail": "no gateway log line in this window"})
+            continue
+        full = span["first_ts"] <= start and span["last_ts"] >= end
+        lo, hi = max(start, span["first_ts"]), min(end, span["last_ts"])
+        rows = store.query("targets_demand_attempts", since=start, until=end)
+        by_model: dict[str, list] = defaultdict(list)
+        for r in rows:
+            by_model[r["model"]].append((r["start_ts"], r["end_ts"]))
+        for m in served:
+            prof = poc_overload.inflight_profile(by_model.get(m, []), lo, hi)
+            out["per_second"][m].extend(prof["per_second"])
+            out["peaks"][m][w["window"]] = prof["peak"]
+        out["windows"].append({"window": w["window"], "start": utc_text(start), "end": utc_text(end),
+                               "evidence": "full" if full else "partial",
+                               "detail": "the logs span the whole window" if full else
+                               f"the logs cover {utc_text(lo)} to {utc_text(hi)} only"})
+    out["served"] = served
+    return out
+
+
+def _model_rows(store: Store, epoch: int) -> tuple[list[dict], dict[str, list[dict]], dict[str, list[dict]]]:
+    models = store.query("targets_models", epoch=epoch)
+    nodes: dict[str, list[dict]] = defaultdict(list)
+    for n in store.query("targets_nodes", epoch=epoch):
+        nodes[n["model_id"]].append(n)
+    episodes: dict[str, list[dict]] = defaultdict(list)
+    for e in store.query("targets_episodes", epoch=epoch):
+        episodes[e["model_id"]].append(e)
+    return models, nodes, episodes
+
+
+def _selection_comparison(model_nodes: list[dict], episodes: list[dict], target: int, per_10000: float) -> dict:
+    by_p: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for n in model_nodes:
+        if n["poc_weight"] is not None:
+            by_p[n["participant"]].append((n["node_id"], int(n["poc_weight"])))
+    out = {"rule": "smallest-first round robin over eligible participants in address order (chain-api.md 7.2)",
+           "eligibility": ("not simulated (75% rule, outlier cap, guardians, previous-epoch reward, the seeded "
+                           "half+1 sample need inputs the store lacks): eligible = the participants the episode's "
+                           "snapshot preserved, or every participant when there is no snapshot"),
+           "episodes": []}
+    for e in episodes or [None]:
+        if e is None:
+            eligible = sorted(by_p)
+            recorded = None
+            name = None
+        else:
+            eligible = sorted({nw["participant"] for nw in e["node_weights"]})
+            recorded = e
+            name = e["episode"]
+        sim = smallest_first(by_p, eligible, target)
+        entry = {"episode": name, "eligible_participants": len(eligible), **_plan(sim, per_10000, target)}
+        if recorded is not None:
+            rec = sorted((nw["participant"], nw["weight"]) for nw in recorded["node_weights"])
+            entry["snapshot_weight"] = recorded["preserved_weight"]
+            entry["snapshot_nodes"] = recorded["nodes"]
+            entry["matches_snapshot"] = sorted((p, w) for p, _, w in sim) == rec
+        out["episodes"].append(entry)
+    return out
+
+
+def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mapping[str, Any],
+                   misses: Mapping[tuple[str, str], int]) -> tuple[list[dict], list[Finding], list[str]]:
+    per = opt.per_10000 if opt.per_10000 is not None else poc_overload.DEFAULT_PER_10000
+    models, nodes, episodes = _model_rows(store, epoch)
+    out, findings, notes = [], [], []
+    for m in models:
+        mid = m["model_id"]
+        w_m = None if m["w_m"] is None else int(m["w_m"])
+        frac = m["poc_slot_allocation"]
+        if frac is None:
+            notes.append(f"{mid}: poc_slot_allocation not collected: the chain's fallback 0.5 is used")
+        fraction = Decimal(frac) if frac is not None and Decimal(frac) > 0 else DEFAULT_FRACTION
+        target = int(m["allocation_target"]) if m["allocation_target"] is not None else None
+        ps = demand["per_second"].get(mid)
+        peak = demand_statistic(ps, opt.statistic) if mid in demand["served"] and ps else None
+        d_m = demand_weight(peak, opt.headroom, per)
+        suggested = None if d_m is None or target is None else max(target, d_m)
+        eps = []
+        for e in episodes.get(mid, []):
+            pw = None if e["preserved_weight"] is None else int(e["preserved_weight"])
+            caps = sum(poc_overload.host_cap(int(nw["weight"]), per) for nw in e["node_weights"]
+                       if nw["weight"] is not None)
+            eps.append({"episode": e["episode"], "anchor_height": e["anchor_height"], "preserved_weight": pw,
+                        "nodes": e["nodes"], "participants": e["participants"],
+                        "preserved_cap_sum": caps,
+                        "short_of_demand_weight": None if pw is None or d_m is None else max(0, d_m - pw)})
+            if pw is not None and d_m is not None and pw < d_m:
+                took = misses.get((e["episode"], mid))
+                sev = "warn" if took else "info"
+                findings.append(Finding(
+                    "preserved_capacity_short", sev, {"kind": "model", "id": mid},
+                    f"epoch {epoch} {e['episode']}: {mid} preserved weight {pw:,} below its demand weight "
+                    f"{d_m:,} (demand {peak} in flight x {opt.headroom:g} at {per:g} per 10,000)"
+                    + (f"; its preserved hosts took {took} misses in that window" if took else ""),
+                    {"epoch": epoch, "episode": e["episode"], "preserved_weight": pw, "demand_weight": d_m,
+                     "peak_inflight": peak, "statistic": opt.statistic, "headroom": opt.headroom,
+                     "per_10000": per, "allocation_target": target, "w_m": w_m,
+                     "misses_in_window": took, "lower_bound": LOWER_BOUND_NOTE,
+                     "query": "queries/targets_episodes.sql, queries/targets_demand_attempts.sql"},
+                    model=mid))
+        mnodes = [(n["participant"], n["node_id"], int(n["poc_weight"])) for n in nodes.get(mid, [])
+                  if n["poc_weight"] is not None]
+        plan_target = suggested if suggested is not None else target
+        plan = _plan(largest_first(mnodes, plan_target), per, plan_target) if plan_target is not None else None
+        if plan is not None:
+            plan["target"] = plan_target
+            plan["target_is"] = "suggested_target" if suggested is not None else "allocation_target (demand unknown)"
+        comparison = (_selection_comparison(nodes.get(mid, []), episodes.get(mid, []), target, per)
+                      if target is not None else None)
+        out.append({
+            "epoch": epoch, "model_id": mid, "total_weight": w_m, "subgroup_total_weight": m["total_weight"],
+            "poc_slot_allocation": float(fraction), "allocation_target": target,
+            "episodes": eps,
+            "peak_inflight": peak, "peak_by_window": dict(demand["peaks"].get(mid, {})) or None,
+            "statistic": opt.statistic, "headroom": opt.headroom, "per_10000": per,
+            "demand_evidence": "none" if peak is None else "gateway logs",
+            "demand_weight": d_m, "suggested_target": suggested,
+            "gap": None if suggested is None else suggested - target,
+            "fill_plan": plan, "selection_comparison": comparison,
+        })
+    return out, findings, notes
+
+
+def _window_misses(store: Store, epoch: int) -> dict[tuple[str, str], int]:
+    """Misses the gateway logs place in each CPoC window, per (episode, model), for the
+    finding's severity (from the same rows as ``auditor poc-overload``)."""
+    res = poc_overload.run(store, epoch, poc_overload.PocOverloadOptions())
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for w in (res.data.get("windows") or []) if isinstance(res.data, dict) else []:
+        if w.get("misses"):
+            out[(w["episode"], w["model"])] += w["misses"]
+    return out
+
+
+def _governance(rows: list[dict], per: float) -> dict:
+    w_m = {r["model_id"]: r["total_weight"] for r in rows if r["total_weight"]}
+    dem = {r["model_id"]: r["demand_weight"] for r in rows if r["demand_weight"] is not None}
+    f = covering_fraction(dem, w_m)
+    cands = sorted(set(CANDIDATES) | ({f} if f is not None else set())
+                   | {Decimal(str(r["poc_slot_allocation"])) for r in rows})
+    table = []
+    for c in cands:
+        implied = {m: int(c * w) for m, w in w_m.items()}
+        covered = [m for m, d in dem.items() if implied.get(m, 0) >= d]
+        table.append({"poc_slot_allocation": float(c),
+                      "models_covered": len(covered), "models_with_demand": len(dem),
+                      "share_covered": None if not dem else round(len(covered) / len(dem), 4),
+                      "implied_preserved_weight": sum(implied.values()),
+                      "implied_by_model": implied})
+    return {"covering_poc_slot_allocation": None if f is None else float(f),
+            "models_with_demand": len(dem), "models_without_demand": sorted(set(w_m) - set(dem)),
+            "note": ("the smallest single fraction f with trunc(f x W_m) >= D_m for every model whose demand is "
+                     "known; implied weights are in each model's raw units (not comparable across models)"),
+            "candidates": table}
+
+
+def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+    opt = _opts(options)
+    parse_statistic(opt.statistic)
+    require_epoch(store, epoch)
+    return _result(store, [epoch], opt)
+
+
+def run_range(store: Store, first: int, last: int, options: Options | None = None) -> Result:
+    """``--epochs A..B``: demand pooled over the CPoC windows of every stored epoch of the
+    range; targets and plans against the last stored epoch's weights; per-epoch figures to
+    show how stable the estimate is."""
+    opt = _opts(options)
+    parse_statistic(opt.statistic)
+    stored = [e for (e,) in store.con.execute(
+        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
+    if not stored:
+        raise SourceError(not_stored(first) if first == last else
+                          f"no epoch of {first}..{last} is in the store; collect them first: "
+                          f"auditor collect --epoch {first} ... --epoch {last} --node URL")
+    res = _result(store, stored, opt)
+    missing = [e for e in range(first, last + 1) if e not in stored]
+    if missing:
+        res.coverage.setdefault("missing", []).append(
+            f"epochs not in the store: {_ranges(missing)} (their demand is not counted)")
+        res.complete = False
+    res.data["epochs"] = {"first": first, "last": last, "stored": stored}
+    return res
+
+
+def _ranges(xs: list[int]) -> str:
+    out, start = [], None
+    for i, x in enumerate(xs):
+        if start is None:
+            start = x
+        if i + 1 == len(xs) or xs[i + 1] != x + 1:
+            out.append(str(start) if start == x else f"{start}..{x}")
+            start = None
+    return ", ".join(out)
+
+
+def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
+    per = opt.per_10000 if opt.per_10000 is not None else poc_overload.DEFAULT_PER_10000
+    per_source = "given with --per-10000" if opt.per_10000 is not None else poc_overload.PER_10000_DEFAULT_SOURCE
+    last = epochs[-1]
+    pooled: dict[str, list[int]] = defaultdict(list)
+    per_epoch: dict[str, dict[int, int | None]] = defaultdict(dict)
+    windows, served, unknown, notes = [], set(), [], []
+    demands = {}
+    for e in epochs:
+        d = _epoch_demand(store, e, opt)
+        demands[e] = d
+        served |= d["served"]
+        for w in d["windows"]:
+            windows.append({"epoch": e, **w})
+            if w["evidence"] == "none":
+                unknown.append(f"epoch {e} {w['window']}: {w['detail']}: demand unknown there")
+        for m, ps in d["per_second"].items():
+            pooled[m].extend(ps)
+            per_epoch[m][e] = demand_statistic(ps, opt.statistic)
+    combined = {"windows": [], "per_second": pooled, "peaks": defaultdict(dict), "served": served}
+    for e in epochs:
+        for m, pk in demands[e]["peaks"].items():
+            for w, v in pk.items():
+                combined["peaks"][m][f"{e}/{w}" if len(epochs) > 1 else w] = v
+    rows, findings = [], []
+    for e in epochs:
+        if e == last:
+            continue
+        # findings for the earlier epochs of a range: their preserved weight against the pooled demand
+        r, f, _ = _analyse_epoch(store, e, opt, combined, _window_misses(store, e))
+        findings.extend(f)
+    rows, f, n = _analyse_epoch(store, last, opt, combined, _window_misses(store, last))
+    findings.extend(f)
+    notes.extend(n)
+    for r in rows:
+        series = per_epoch.get(r["model_id"], {})
+        vals = [v for v in series.values() if v is not None]
+        r["demand_by_epoch"] = {str(k): v for k, v in series.items()} or None
+        if len(vals) > 1:
+            mean = sum(vals) / len(vals)
+            sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+            r["demand_stability"] = {"epochs": len(vals), "min": min(vals), "max": max(vals),
+                                     "mean": round(mean, 2), "cv": None if mean == 0 else round(sd / mean, 3)}
+        else:
+            r["demand_stability"] = None
+        if r["peak_inflight"] is None:
+            unknown.append(f"{r['model_id']}: no gateway evidence of its demand in any PoC window: "
+                           "D_m and the suggested target are unknown (not zero)")
+    sources = store.query("targets_sources")
+    n_logs = sum(1 for s in sources if s["source"] == "gateway_log")
+    n_acct = sum(1 for s in sources if s["source"] == "accounting")
+    notes.append(LOWER_BOUND_NOTE + f" ({n_logs} log file(s); {n_acct} accounting source(s), which give no "
+                 "per-second timing and so add nothing to the peak)")
+    notes.append(f"demand statistic {opt.statistic} of per-second in flight over the CPoC windows, "
+                 f"x headroom {opt.headroom:g}; D_m = ceil(ceil(demand x headroom) x 10000 / {per:g}); "
+                 f"per_10000: {per_source}")
+    notes.append("weights: W_m and the node weights are raw poc_weight of the model; the gateway's cap reads the "
+                 "participant's subgroup weight, which the chain sets from the same poc_weight")
+    gov = _governance(rows, per)
+    data = {"epoch": last, "epochs_used": epochs, "statistic": opt.statistic, "headroom": opt.headroom,
+            "per_10000": per, "per_10000_source": per_source, "windows": windows,
+            "preserved_targets": rows, "governance": gov, "notes": notes}
+    coverage = {"sources": ["chain", "gateway_log"], "missing": [], "unknown": unknown,
+                "gateway_sources": [{k: (utc_text(v) if isinstance(v, datetime) else v) for k, v in s.items()}
+                                    for s in sources]}
+    return Result(KEY, TITLE, data, _tables(rows, gov, notes), findings, coverage,
+                  header=[("epochs", ", ".join(map(str, epochs))),
+                          ("demand statistic", f"{opt.statistic} x headroom {opt.headroom:g}"),
+                          ("per 10,000 weight", f"{per:g}"),
+                          ("covering poc_slot_allocation",
+                           "unknown (no demand seen)" if gov["covering_poc_slot_allocation"] is None
+                           else f"{gov['covering_poc_slot_allocation']:g}")])
+
+
+def _u(v: Any) -> Any:
+    return "unknown" if v is None else v
+
+
+def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
+    t1 = []
+    for r in rows:
+        plan = r["fill_plan"] or {}
+        cmp_ = (r["selection_comparison"] or {}).get("episodes") or [{}]
+        preserved = ", ".join(f"{e['episode']} {_u(e['preserved_weight'])}" for e in r["episodes"]) or "none"
+        t1.append({"model_id": r["model_id"], "total_weight": r["total_weight"],
+                   "poc_slot_allocation": r["poc_slot_allocation"], "allocation_target": r["allocation_target"],
+                   "preserved": preserved, "peak_inflight": _u(r["peak_inflight"]),
+                   "demand_weight": _u(r["demand_weight"]), "suggested_target": _u(r["suggested_target"]),
+                   "gap": _u(r["gap"]),
+                   "plan_nodes": plan.get("nodes"), "plan_smallest": plan.get("smallest_node_weight"),
+                   "plan_smallest_cap": plan.get("smallest_node_cap"),
+                   "chain_nodes": cmp_[0].get("nodes"), "chain_smallest": cmp_[0].get("smallest_node_weight"),
+                   "chain_smallest_cap": cmp_[0].get("smallest_node_cap")})
+    t2 = [{k: v for k, v in c.items() if k != "implied_by_model"} for c in gov["candidates"]]
+    return [Table("Preserved-weight targets per model", list(t1[0].keys()) if t1 else [], t1,
+                  notes + ["plan_* = largest-first fill of the suggested target; chain_* = the chain's "
+                           "smallest-first selection simulated on the same node weights."],
+                  narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"]),
+            Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
+                  [gov["note"]])]
