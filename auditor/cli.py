@@ -257,6 +257,133 @@ def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None) -> None
     _analyse(n, sources, out, epoch_report.run, Options(participant=participant))
 
 
+Per10000Opt = Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",
+    help="The gateway's poc_max_concurrent_requests_per_10000_weight. [default: the gateway default 10.0]")]
+
+
+@app.command("poc-overload")
+@uses(SOURCES, OUTPUT)
+def poc_overload(
+    epoch: EpochArg, sources, out, participant: ParticipantOpt = None, per_10000: Per10000Opt = None,
+    lookback: Annotated[float, typer.Option("--lookback", min=1, metavar="MIN",
+        help="Minutes before each window that count as the host's usual load.")] = 10.0,
+    cap_span: Annotated[str, typer.Option("--cap-span", metavar="generation|window",
+        help="Where the counterfactual applies the cap: PoC generation (as proposed) or the whole window.")]
+        = "generation",
+) -> None:
+    """Preserved hosts under each confirmation PoC of epoch N: weight and cap, load, misses,
+    the miss test, and the window replayed with the proposed per-host cap.
+
+    \b
+    Example:
+      auditor poc-overload 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+      auditor poc-overload 433 --offline --participant gonka1... --format json
+      auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error
+    """
+    from .analyses import poc_overload as po
+    from .errors import UsageError
+
+    if cap_span not in ("generation", "window"):
+        raise UsageError(f"--cap-span {cap_span!r}: expected generation or window")
+    _analyse(epoch, sources, out, po.run, po.PocOverloadOptions(
+        participant=participant, per_10000=per_10000, lookback_minutes=lookback, cap_span=cap_span,
+        miss_test_findings=True))
+
+
+@app.command()
+@uses(SOURCES, OUTPUT)
+def targets(
+    sources, out,
+    n: Annotated[Optional[int], typer.Argument(metavar="[N]", min=0, help="Epoch index (or --epochs A..B).")] = None,
+    epochs: Annotated[Optional[str], typer.Option("--epochs", metavar="A..B",
+        help="Pool the demand of epochs A to B (inclusive) and show how stable it is.")] = None,
+    statistic: Annotated[str, typer.Option("--statistic", metavar="max|pNN",
+        help="Demand statistic over per-second in flight in PoC windows: max, or a percentile such as p99.")]
+        = "max",
+    headroom: Annotated[float, typer.Option("--headroom", min=1.0, help="Factor on the demand.")] = 1.25,
+    per_10000: Per10000Opt = None,
+) -> None:
+    """Per-model preserved-weight targets from the demand measured in PoC windows: D_m, the
+    suggested max(target, D_m), a largest-first fill plan and the chain's smallest-first choice.
+
+    \b
+    Example:
+      auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+      auditor targets --epochs 420..433 --offline --format md
+      auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json
+    """
+    from .analyses import targets as tg
+    from .errors import UsageError
+
+    options = tg.TargetsOptions(statistic=statistic, headroom=headroom, per_10000=per_10000)
+    tg.parse_statistic(statistic)
+    if (n is None) == (epochs is None):
+        raise UsageError("give either an epoch N or --epochs A..B")
+    if n is not None:
+        _analyse(n, sources, out, tg.run, options)
+        return
+    first, last = tg.parse_epoch_range(epochs)
+
+    def analysis(store, _epoch, opts):         # collects A..B-1 here; _analyse collects B
+        code = _collect(store, sources, list(range(first, last))) if not sources.offline and sources.any else 0
+        result = tg.run_range(store, first, last, opts)
+        result.complete = result.complete and not code
+        return result
+
+    _analyse(last, sources, out, analysis, options)
+
+
+@app.command()
+@uses(SOURCES, OUTPUT)
+def hedging(
+    sources,
+    out,
+    epoch: Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
+        help="Epoch index: its effective span is the range (unless --since/--until are given).")] = None,
+    since: Annotated[Optional[datetime], typer.Option("--since", formats=_TIME_FORMATS, metavar="TIME",
+        help="Start of the range (UTC unless a zone is given), e.g. 2026-10-23T11:35:00.")] = None,
+    until: Annotated[Optional[datetime], typer.Option("--until", formats=_TIME_FORMATS, metavar="TIME",
+        help="End of the range, exclusive (UTC unless a zone is given).")] = None,
+    participant: ParticipantOpt = None,
+) -> None:
+    """Hedging waste: races, primaries beaten by speed-up hedges, suppressed losers that ran
+    to completion, predictability, primary_unresponsive false positives and what the
+    remedies would have saved, over epoch N's span or --since/--until.
+
+    \b
+    Example:
+      auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
+      auditor hedging 433 --offline --format json --fail-on warn
+      auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md
+    """
+    from .analyses import hedging as hd
+    from .analyses.frame import Options
+    from .errors import UsageError
+
+    options = Options(participant=participant, since=since, until=until)
+    if epoch is not None:
+        _analyse(epoch, sources, out, hd.run, options)
+    if since is None and until is None:
+        raise UsageError("hedging: give an epoch N or --since/--until")
+    if sources.nodes:
+        raise UsageError("--node needs an epoch N: which epoch to collect from the chain")
+    from .report import render
+    from .store import Store
+
+    with Store(_db()) as store:
+        code = _collect(store, sources, []) if not sources.offline and sources.any else 0
+        result = hd.run(store, None, options)
+    if result.unavailable:
+        from .errors import SourceError
+        raise SourceError(result.unavailable)
+    render.emit(result, out.fmt, out.path)
+    raise typer.Exit(code or result.exit_code(out.fail_on))
+
+
+_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
+                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
+
+
 @app.command()
 def sql(
     query: Annotated[str, typer.Argument(help="SQL to run against the store, e.g. \"SELECT * FROM coverage\".")],

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ..result import Result, ranked
 from ..store import Store
 from . import coverage, epoch_facts, misstest, preserved
+from . import poc_overload, targets
 from .frame import Options, require_epoch
 
 Analysis = Callable[[Store, int, Options], Result]
@@ -24,6 +25,8 @@ ANALYSES: list[Analysis] = [
     preserved.run,
     coverage.run,
     misstest.run,
+    poc_overload.run,
+    targets.run,
 ]
 
 
