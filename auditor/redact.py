@@ -26,7 +26,7 @@ _SECRET_NAMES = {
 # ...and any name ending in one of these (x-amz-signature, refresh_token, x-api-key, db_password)
 _SECRET_SUFFIXES = ("token", "secret", "password", "signature", "apikey", "api_key", "api-key", "auth")
 
-_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},;]+")
+_URL_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},;]+(?<![:.!?])")  # not the sentence's : or .
 
 
 def secret_name(name: str) -> bool:
@@ -40,7 +40,7 @@ def redact_url(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError:
-        return redact_text_fallback(url)
+        return _fallback(url)
     netloc = parts.netloc
     if "@" in netloc:
         netloc = MASK + "@" + netloc.rpartition("@")[2]
@@ -55,7 +55,7 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def redact_text_fallback(text: str) -> str:
+def _fallback(text: str) -> str:
     """For a string ``urlsplit`` refuses: cut anything that looks like userinfo or a secret value."""
     text = re.sub(r"://[^/\s@]*@", f"://{MASK}@", text)
     return re.sub(r"([?&;]([^=&\s]+)=)[^&\s]*",
