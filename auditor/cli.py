@@ -333,6 +333,12 @@ def targets(
     _analyse(last, sources, out, analysis, options)
 
 
+from datetime import datetime  # noqa: E402  (--since/--until of hedging)
+
+_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
+                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
+
+
 @app.command()
 @uses(SOURCES, OUTPUT)
 def hedging(
@@ -378,10 +384,6 @@ def hedging(
         raise SourceError(result.unavailable)
     render.emit(result, out.fmt, out.path)
     raise typer.Exit(code or result.exit_code(out.fail_on))
-
-
-_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
-                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
 
 
 @app.command()

@@ -14,6 +14,7 @@ from ..result import Result, ranked
 from ..store import Store
 from . import coverage, epoch_facts, misstest, preserved
 from . import poc_overload, targets
+from . import hedging
 from .frame import Options, require_epoch
 
 Analysis = Callable[[Store, int, Options], Result]
@@ -27,6 +28,7 @@ ANALYSES: list[Analysis] = [
     misstest.run,
     poc_overload.run,
     targets.run,
+    hedging.run,
 ]
 
 

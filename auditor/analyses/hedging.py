@@ -1,0 +1,619 @@
+"""Hedging waste (issue 9, incident #2105): what the gateway's speed-up hedges cost.
+
+The nonce stream fixes a request's primary host whatever its speed; the speed-up policies
+start a nearer host in parallel, it wins, and the far primary runs its whole generation as
+a suppressed loser. This analysis reads the races from the stored gateway logs
+(``queries/views/hedge_attempts.sql`` and ``hedge_races.sql`` hold the definitions of
+race, primary, winner, suppressed loser, rescue and wasted work) over epoch N's effective
+span or ``--since/--until``, and reports per host, per decision reason, totals per range
+and per hour, how predictable the losses were before dispatch, the false firing of
+``primary_unresponsive`` (#2103), and what four remedies would have saved.
+
+SQL does the counting (``queries/hedging_*.sql``); Python here groups the per-attempt rows
+of the hedged races, applies the prediction rule and the counterfactuals (each a pure
+function of those rows, with its thresholds printed), and builds the findings.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timezone
+from statistics import median
+from typing import Any
+
+from ..result import Finding, Result, Table, utc_text
+from .frame import Options
+
+KEY, TITLE = "hedging", "Hedging waste"
+
+# -- thresholds (printed with the numbers) -------------------------------------------------
+WINDOW_S = 3600             # trailing window of a host's receipt / first-token samples (the gateway's perf window: 1 h)
+MIN_SAMPLES = 3             # samples a host needs in the window before a prediction is made (gateway: min samples 3)
+CLEAR_RATIO = 1.5           # a host is "clearly faster" when the other's median is >= this many times its own ...
+                            # ... and the two interquartile ranges do not overlap
+REPLACE_RATIO = 2.0         # remedy 2: predicted advantage large enough to run only the candidate (candidateCost < 0.5)
+AB_MIN_COMPARISONS = 6      # remedy 4: earlier direct comparisons of a pair before its ratio counts as established
+AB_AGREEMENT = 0.9          # ... and the share of them the same host won
+WASTE_MIN_RACES = 10        # suppressed_loser_waste: primary races a host needs before it is judged
+WASTE_LOSS_SHARE = 0.5      # ... share of its primary races lost to a hedge (rescues excluded) above which it is flagged
+WASTE_FULL_SHARE = 0.5      # ... share of those losses that ran on as suppressed losers ("full generations")
+PREDICT_MIN_LOSSES = 5      # hedge_predictable_loss: losses with a prediction a host needs
+PREDICT_SHARE = 0.8         # ... share of them that were predictable
+UNRESPONSIVE_MIN = 1        # primary_unresponsive_false_positive: false firings before it is reported
+
+SPEEDUP_DECISIONS = ("pairwise_budgeted_speedup", "secondary_faster")
+AB_DECISION = "pairwise_ab_sample"
+RACE_TABLE_ROWS = 50
+
+
+def thresholds() -> dict[str, Any]:
+    return {"window_s": WINDOW_S, "min_samples": MIN_SAMPLES, "clear_ratio": CLEAR_RATIO,
+            "replace_ratio": REPLACE_RATIO, "ab_min_comparisons": AB_MIN_COMPARISONS,
+            "ab_agreement": AB_AGREEMENT, "waste_min_races": WASTE_MIN_RACES,
+            "waste_loss_share": WASTE_LOSS_SHARE, "waste_full_share": WASTE_FULL_SHARE,
+            "predict_min_losses": PREDICT_MIN_LOSSES, "predict_share": PREDICT_SHARE}
+
+
+# -- the time range --------------------------------------------------------------------------
+def _utc(t: datetime | None) -> datetime | None:
+    if t is None:
+        return None
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
+def time_range(store: Any, epoch: int | None, options: Options) -> tuple[datetime | None, datetime | None, str, str | None]:
+    """``(since, until, what, problem)``: --since/--until when given, else epoch N's
+    effective span [SNV(N), SNV(N+1)); ``problem`` says why no range could be fixed."""
+    since, until = _utc(options.since), _utc(options.until)
+    if since is not None or until is not None:
+        if since is not None and until is not None and since >= until:
+            return since, until, "", f"--since {utc_text(since)} is not before --until {utc_text(until)}"
+        return since, until, "--since/--until", None
+    if epoch is None:
+        return None, None, "", "give an epoch N or --since/--until"
+    windows = {w["window"]: w for w in store.query("epoch_windows", epoch=epoch)}
+    w = windows.get("epoch")
+    if w is None:
+        return None, None, "", (f"epoch {epoch} is not in the store, so its time span is unknown: collect it "
+                                f"(auditor collect --epoch {epoch} --node URL) or give --since/--until")
+    if w["start_time"] is None or w["end_time"] is None:
+        return None, None, "", (f"epoch {epoch}'s time span is unknown (the block times of heights "
+                                f"{w['start_height']} and {w['end_height']} were not collected): collect the "
+                                "epoch again with --node, or give --since/--until")
+    return _utc(w["start_time"]), _utc(w["end_time"]), f"epoch {epoch} effective span [SNV(N), SNV(N+1))", None
+
+
+# -- per race --------------------------------------------------------------------------------
+PRIOR_KEYS = ("prior_samples", "prior_ttft_median_ms", "prior_ttft_p25_ms", "prior_ttft_p75_ms",
+              "prior_receipt_median_ms", "prior_receipt_p25_ms", "prior_receipt_p75_ms")
+RACE_KEYS = ("request", "race_ts", "escrow", "model", "decision", "delay_ms", "primary_nonce", "primary_inferred",
+             "rescue", "winner_host", "winner_role")
+ATTEMPT_KEYS = ("nonce", "host", "role", "start_reason", "winner", "finished", "cancelled", "failure_reason",
+                "suppressed_loser", "wasted", "attempt_ms", "after_winner_ms", "wasted_ms", "output_chunks",
+                "output_bytes", "usage_tokens", "receipt_ms", "ttft_ms", "start_offset_ms", "stall_count")
+
+
+def group_races(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-attempt rows of queries/hedging_races.sql as one dict per race with its attempts."""
+    races: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        race = races.get(r["request"])
+        if race is None:
+            race = races[r["request"]] = {k: r[k] for k in RACE_KEYS}
+            race["attempts"] = []
+        a = {k: r[k] for k in ATTEMPT_KEYS}
+        a["prior"] = {k[len("prior_"):]: (float(r[k]) if r[k] is not None else None) for k in PRIOR_KEYS}
+        race["attempts"].append(a)
+    out = list(races.values())
+    for race in out:
+        race["attempts"].sort(key=lambda a: (a["role"] != "primary", a["nonce"]))
+        race["primary"] = next((a for a in race["attempts"] if a["role"] == "primary"), None)
+        race["winner"] = next((a for a in race["attempts"] if a["winner"]), None)
+    return out
+
+
+def latency_ms(a: dict[str, Any] | None) -> float | None:
+    """Time from the race's start to this attempt's first token, when both are known."""
+    if a is None or a["ttft_ms"] is None or a["start_offset_ms"] is None:
+        return None
+    return a["start_offset_ms"] + a["ttft_ms"]
+
+
+def predict(slow: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any] | None:
+    """Was ``fast``'s host predicted faster than ``slow``'s before the race? From their prior
+    (trailing-window) first-token medians and quartiles, and their receipt medians and
+    quartiles. None when either host has fewer than MIN_SAMPLES prior samples. ``clear``:
+    on either signal the median ratio is >= CLEAR_RATIO and the quartile ranges are apart."""
+    ps, fs = slow["prior"], fast["prior"]
+    if (ps["samples"] or 0) < MIN_SAMPLES or (fs["samples"] or 0) < MIN_SAMPLES:
+        return None
+    out: dict[str, Any] = {"clear": False, "ratio": None, "signal": None}
+    for signal in ("ttft", "receipt"):
+        sm, fm = ps[f"{signal}_median_ms"], fs[f"{signal}_median_ms"]
+        if sm is None or fm is None:
+            continue
+        ratio = (sm / fm) if fm > 0 else (float("inf") if sm > 0 else 1.0)
+        apart = ps[f"{signal}_p25_ms"] > fs[f"{signal}_p75_ms"]
+        if out["ratio"] is None:
+            out["ratio"], out["signal"] = ratio, signal
+        if ratio >= CLEAR_RATIO and apart and not out["clear"]:
+            out.update(clear=True, ratio=ratio, signal=signal)
+    return out if out["signal"] else None
+
+
+def _speed_key(a: dict[str, Any]) -> tuple:
+    p = a["prior"]
+    return (p["ttft_median_ms"], p["receipt_median_ms"], a["role"] != "primary", a["nonce"])
+
+
+def predicted_winner(race: dict[str, Any]) -> dict[str, Any] | None:
+    """The attempt whose host had the lowest prior first-token median (then receipt median,
+    then the primary), among attempts whose host had MIN_SAMPLES prior samples; None when
+    fewer than two attempts qualify."""
+    ok = [a for a in race["attempts"] if (a["prior"]["samples"] or 0) >= MIN_SAMPLES
+          and a["prior"]["ttft_median_ms"] is not None and a["prior"]["receipt_median_ms"] is not None]
+    if len(ok) < 2:
+        return None
+    return min(ok, key=_speed_key)
+
+
+def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
+    """How often the lowest prior median picked the real winner, and, per primary host,
+    how many of its losses were predictable (``predict(primary, winner).clear``)."""
+    evaluable = right = 0
+    per_host: dict[str, dict[str, int]] = defaultdict(lambda: {"losses": 0, "with_prediction": 0, "predictable": 0})
+    for race in races:
+        w, p = race["winner"], race["primary"]
+        pw = predicted_winner(race)
+        race["predicted_winner"] = pw["host"] if pw else None
+        race["loss_predictable"] = None
+        if pw is not None and w is not None and (w["prior"]["samples"] or 0) >= MIN_SAMPLES:
+            evaluable += 1
+            right += pw is w
+        if p is None or w is None or w is p or race["rescue"]:
+            continue
+        h = per_host[p["host"]]
+        h["losses"] += 1
+        pr = predict(p, w)
+        if pr is not None:
+            h["with_prediction"] += 1
+            h["predictable"] += pr["clear"]
+            race["loss_predictable"] = pr["clear"]
+            race["predicted_ratio"] = _round(pr["ratio"])
+    hosts = [{"label": k, **v, "predictable_share": _share(v["predictable"], v["with_prediction"])}
+             for k, v in sorted(per_host.items(), key=lambda kv: (-kv[1]["losses"], kv[0]))]
+    return {"evaluable_races": evaluable, "prediction_right": right, "prediction_right_share": _share(right, evaluable),
+            "rule": (f"predicted winner = the attempt whose host had the lowest first-token median (then receipt "
+                     f"median) over its attempts in the {WINDOW_S} s before the race, hosts with >= {MIN_SAMPLES} "
+                     f"samples; a loss is predictable when the winner's host was clearly faster: a median ratio "
+                     f">= {CLEAR_RATIO} with the interquartile ranges apart, on first token or on receipt"),
+            "hosts": hosts}
+
+
+# -- counterfactuals -------------------------------------------------------------------------
+def _saving() -> dict[str, Any]:
+    return {"races": 0, "attempts_saved": 0, "attempt_seconds_saved": 0.0, "output_bytes_saved": 0,
+            "latency_worse": 0, "latency_added_seconds": 0.0, "latency_better": 0, "latency_saved_seconds": 0.0,
+            "latency_unknown": 0, "would_fail": 0}
+
+
+def _add_latency(s: dict[str, Any], cf: float | None, actual: float | None) -> None:
+    if cf is None or actual is None:
+        s["latency_unknown"] += 1
+    elif cf > actual:
+        s["latency_worse"] += 1
+        s["latency_added_seconds"] += (cf - actual) / 1000
+    elif cf < actual:
+        s["latency_better"] += 1
+        s["latency_saved_seconds"] += (actual - cf) / 1000
+
+
+def _drop(s: dict[str, Any], attempts: list[dict[str, Any]]) -> None:
+    s["attempts_saved"] += len(attempts)
+    s["attempt_seconds_saved"] += sum((a["attempt_ms"] or 0) for a in attempts) / 1000
+    s["output_bytes_saved"] += sum((a["output_bytes"] or 0) for a in attempts)
+
+
+def _served_alone(a: dict[str, Any]) -> float | None:
+    """Latency of ``a`` had it been the only attempt, started at the race's start: its own
+    started -> first token time (None when it never delivered a first token)."""
+    return a["ttft_ms"] if a["finished"] or a["winner"] else None
+
+
+def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
+    """Remedy 1: dispatch to the predicted-fastest host in the first place. For each hedged
+    race whose predicted-fastest attempt is not the primary and is clearly faster than it,
+    only that attempt runs: every other attempt is saved; its latency is its own
+    started -> first token (it starts at the race's start); if it failed in the race the
+    request would have needed another attempt (would_fail)."""
+    s = _saving()
+    for race in races:
+        p, w = race["primary"], race["winner"]
+        pw = predicted_winner(race)
+        if p is None or pw is None or pw is p:
+            continue
+        pr = predict(p, pw)
+        if pr is None or not pr["clear"]:
+            continue
+        s["races"] += 1
+        _drop(s, [a for a in race["attempts"] if a is not pw])
+        if not (pw["finished"] or pw["winner"]):
+            s["would_fail"] += 1
+            continue
+        _add_latency(s, _served_alone(pw), latency_ms(w))
+    return _finish(s, "speed_aware_primary",
+                   f"hedged races whose predicted-fastest host (lowest prior first-token median) is not the primary "
+                   f"and is clearly faster (ratio >= {CLEAR_RATIO}, quartiles apart): only that host runs",
+                   ["the chosen host would have served as it did in the race, started at the race's start",
+                    "each redirected request burns one ghost nonce on the skipped host (not counted as an attempt)",
+                    "races that were not hedged are not evaluated: the data do not show how another host would have done"])
+
+
+def cf_replace_instead_of_add(races: list[dict[str, Any]]) -> dict[str, Any]:
+    """Remedy 2: when a speed-up decision accepted a candidate whose predicted advantage over
+    the primary is at least REPLACE_RATIO, run only the candidate (the first secondary the
+    decision started): the primary and any other attempt are saved."""
+    s = _saving()
+    for race in races:
+        p, w = race["primary"], race["winner"]
+        if p is None or race["decision"] not in SPEEDUP_DECISIONS:
+            continue
+        cand = next((a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == race["decision"]),
+                    None)
+        if cand is None:
+            continue
+        pr = predict(p, cand)
+        if pr is None or pr["ratio"] is None or pr["ratio"] < REPLACE_RATIO:
+            continue
+        s["races"] += 1
+        _drop(s, [a for a in race["attempts"] if a is not cand])
+        if not (cand["finished"] or cand["winner"]):
+            s["would_fail"] += 1
+            continue
+        _add_latency(s, _served_alone(cand), latency_ms(w))
+    return _finish(s, "replace_instead_of_add",
+                   f"races decided {' or '.join(SPEEDUP_DECISIONS)} whose candidate's predicted advantage "
+                   f"(prior median ratio primary/candidate) is >= {REPLACE_RATIO}: only the candidate runs",
+                   ["the candidate would have served as it did in the race, started at the race's start",
+                    "would_fail: the candidate failed in the race, so the primary it replaced was the rescue"])
+
+
+def cf_cancel_losers(races: list[dict[str, Any]]) -> dict[str, Any]:
+    """Remedy 3: cancel every loser once the winner streams: each loser's time after the
+    winner was selected and all its output (a loser writes no content before a winner
+    exists) are saved, in rescue races too; the attempts themselves still start."""
+    s = _saving()
+    for race in races:
+        if race["winner"] is None:
+            continue
+        losers = [a for a in race["attempts"] if not a["winner"] and a["after_winner_ms"] is not None]
+        if not losers:
+            continue
+        s["races"] += 1
+        s["attempt_seconds_saved"] += sum(a["after_winner_ms"] for a in losers) / 1000
+        s["output_bytes_saved"] += sum((a["output_bytes"] or 0) for a in losers)
+    return _finish(s, "cancel_losers",
+                   "every race with a winner and a loser still running after the winner was selected",
+                   ["the winner's output reaches the user unchanged: once a winner streams devshardctl forwards "
+                    "no loser's bytes, so cancelling a loser costs no latency (no latency cost is counted)",
+                    "attempts_saved is 0: the losers' nonces are still started and must still be settled",
+                    "saved seconds are the losers' time after the winner's winner_selected line"])
+
+
+def cf_stop_ab_sampling(races: list[dict[str, Any]]) -> dict[str, Any]:
+    """Remedy 4: skip a pairwise_ab_sample attempt once its (primary host, candidate host)
+    pair has AB_MIN_COMPARISONS earlier direct comparisons (races, any decision, where both
+    delivered a first token) of which the same host was faster in at least AB_AGREEMENT.
+    The sampled attempt is saved; the primary then serves alone: latency cost when the
+    sample had won, a would_fail when the primary failed and the sample was the rescue."""
+    s = _saving()
+    history: dict[tuple[str, str], list[str]] = defaultdict(list)     # sorted pair -> faster host per comparison
+    for race in sorted(races, key=lambda r: (r["race_ts"] is None, r["race_ts"] or 0, r["request"])):
+        p, w = race["primary"], race["winner"]
+        if p is not None and race["decision"] == AB_DECISION:
+            for c in [a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == AB_DECISION]:
+                seen = history.get(tuple(sorted((p["host"], c["host"]))), [])
+                if len(seen) < AB_MIN_COMPARISONS:
+                    continue
+                top = max(seen.count(p["host"]), seen.count(c["host"]))
+                if top / len(seen) < AB_AGREEMENT:
+                    continue
+                s["races"] += 1
+                _drop(s, [c])
+                if c is w:
+                    if p["finished"]:
+                        _add_latency(s, latency_ms(p), latency_ms(w))
+                    else:
+                        s["would_fail"] += 1
+        # record this race's direct comparisons after judging it (only earlier races count)
+        timed = [a for a in race["attempts"] if latency_ms(a) is not None]
+        for i, a in enumerate(timed):
+            for b in timed[i + 1:]:
+                if a["host"] == b["host"]:
+                    continue
+                faster = a if latency_ms(a) <= latency_ms(b) else b
+                history[tuple(sorted((a["host"], b["host"])))].append(faster["host"])
+    return _finish(s, "stop_ab_sampling",
+                   f"{AB_DECISION} attempts of pairs with >= {AB_MIN_COMPARISONS} earlier direct comparisons, "
+                   f">= {AB_AGREEMENT:.0%} won by the same host: the sample is not started",
+                   ["a comparison is a race where both hosts delivered a first token; the faster is the earlier "
+                    "first token from the race's start",
+                    "without the sample the primary serves alone, as it did in the race"])
+
+
+def _finish(s: dict[str, Any], name: str, applies: str, assumptions: list[str]) -> dict[str, Any]:
+    for k in ("attempt_seconds_saved", "latency_added_seconds", "latency_saved_seconds"):
+        s[k] = round(s[k], 3)
+    return {"remedy": name, "applies_to": applies, **s, "assumptions": assumptions}
+
+
+def counterfactuals(races: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [cf_speed_aware_primary(races), cf_replace_instead_of_add(races), cf_cancel_losers(races),
+            cf_stop_ab_sampling(races)]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _share(n: float | None, d: float | None) -> float | None:
+    return None if not d or n is None else round(n / d, 4)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None or x == float("inf") else round(x, 3)
+
+
+def _num(v: Any) -> Any:
+    """DuckDB decimals and hugeints as plain JSON numbers."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    try:
+        f = float(v)
+        return int(f) if f.is_integer() else f
+    except (TypeError, ValueError):
+        return v
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: _num(v) if not isinstance(v, datetime) else v for k, v in row.items()}
+
+
+def _matches(host: dict[str, Any], who: str | None) -> bool:
+    return who is None or who in (host["host"], host["label"])
+
+
+# -- findings --------------------------------------------------------------------------------
+def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]]], pred: dict[str, Any],
+              unresp: list[dict[str, Any]], model_of: dict[str, str | None], query_args: dict[str, Any]) -> list[Finding]:
+    out: list[Finding] = []
+    pred_by = {h["label"]: h for h in pred["hosts"]}
+    for h in hosts:
+        subject = {"kind": "participant", "id": h["host"]}
+        waste_losses = h["primary_losses"] - h["primary_rescued"]
+        full = h["suppressed_losers_wasted"]
+        if (h["primary_races"] >= WASTE_MIN_RACES and waste_losses / h["primary_races"] > WASTE_LOSS_SHARE
+                and waste_losses and full / waste_losses >= WASTE_FULL_SHARE):
+            out.append(Finding(
+                "suppressed_loser_waste", "warn", subject,
+                f"{h['label']} lost {waste_losses} of its {h['primary_races']} primary races to a hedge and "
+                f"{full} of them ran on as suppressed losers: {h['wasted_seconds'] or 0:,.0f} s and "
+                f"{h['wasted_bytes'] or 0:,} output bytes thrown away",
+                {"races": h["primary_races"], "wins": h["primary_wins"], "losses": h["primary_losses"],
+                 "rescued": h["primary_rescued"], "suppressed_losers": h["suppressed_losers"],
+                 "suppressed_losers_completed": h["suppressed_losers_completed"],
+                 "wasted_seconds": h["wasted_seconds"], "wasted_bytes": h["wasted_bytes"],
+                 "wasted_tokens": h["wasted_tokens"], "beaten_by": beaten.get(h["label"], []),
+                 "thresholds": {"min_races": WASTE_MIN_RACES, "loss_share": WASTE_LOSS_SHARE,
+                                "full_share": WASTE_FULL_SHARE},
+                 "query": "queries/hedging_hosts.sql", "row": {"label": h["label"], **query_args}},
+                model_of.get(h["label"])))
+        p = pred_by.get(h["label"])
+        if p and p["with_prediction"] >= PREDICT_MIN_LOSSES and p["predictable"] / p["with_prediction"] >= PREDICT_SHARE:
+            out.append(Finding(
+                "hedge_predictable_loss", "warn", subject,
+                f"{p['predictable']} of {h['label']}'s {p['with_prediction']} losses as primary were predictable "
+                f"before dispatch: the winner's host was clearly faster over the previous {WINDOW_S} s",
+                {"losses": p["losses"], "losses_with_prediction": p["with_prediction"],
+                 "predictable": p["predictable"], "predictable_share": p["predictable_share"],
+                 "rule": pred["rule"], "query": "queries/hedging_races.sql",
+                 "row": {"primary_host": h["label"], **query_args}},
+                model_of.get(h["label"])))
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for u in unresp:
+        if u["false_positive"]:
+            by_host[u["primary_host"]].append(u)
+    label_to_host = {h["label"]: h["host"] for h in hosts}
+    for label, rows in sorted(by_host.items()):
+        if len(rows) < UNRESPONSIVE_MIN:
+            continue
+        fired = sum(1 for u in unresp if u["primary_host"] == label)
+        out.append(Finding(
+            "primary_unresponsive_false_positive", "warn", {"kind": "participant", "id": label_to_host.get(label, label)},
+            f"primary_unresponsive fired {fired} time(s) on {label}, and {len(rows)} time(s) the primary then "
+            "delivered its first token and finished normally (#2103)",
+            {"decisions": fired, "false_positives": len(rows),
+             "primary_won": sum(1 for u in rows if u["winner"]),
+             "examples": [{"request": u["request"], "time": utc_text(u["race_ts"]), "escrow": u["escrow"],
+                           "primary_nonce": u["primary_nonce"], "receipt_ms": u["receipt_ms"],
+                           "ttft_ms": u["ttft_ms"], "winner": u["winner"], "winner_host": u["winner_host"]}
+                          for u in rows[:5]],
+             "query": "queries/hedging_unresponsive.sql", "row": {"primary_host": label, **query_args}},
+            rows[0]["model"]))
+    return out
+
+
+# -- the analysis ----------------------------------------------------------------------------
+def run(store: Any, epoch: int | None, options: Options | None = None) -> Result:
+    options = options or Options()
+    since, until, what, problem = time_range(store, epoch, options)
+    if problem is not None:
+        return _unavailable(epoch, problem)
+    facts = store.query("hedging_log_facts")[0]
+    if not facts["race_completed_lines"]:
+        return _unavailable(epoch, "no gateway log with race_completed lines is in the store: collect the "
+                                   "gateway's logs (--gateway-log PATH)")
+    args = {"since": since, "until": until}
+    query_args = {"since": utc_text(since) if since else None, "until": utc_text(until) if until else None}
+    totals_rows = [_clean(r) for r in store.query("hedging_totals", **args)]
+    total = next((r for r in totals_rows if r["hour"] is None), None)
+    if total is None or not total["races"]:
+        reason = (f"no race in {what} [{utc_text(since)}, {utc_text(until)}): the stored gateway logs cover "
+                  f"{utc_text(facts['first_ts'])} … {utc_text(facts['last_ts'])}")
+        return _unavailable(epoch, reason)
+    hosts = [_clean(r) for r in store.query("hedging_hosts", **args)]
+    beaten_rows = [_clean(r) for r in store.query("hedging_beaten_by", **args)]
+    decisions = [_clean(r) for r in store.query("hedging_decisions", **args)]
+    unresp = store.query("hedging_unresponsive", **args)
+    races = group_races(store.query("hedging_races", **args, window_s=WINDOW_S))
+
+    pred = predictability(races)
+    cfs = counterfactuals(races)
+    beaten: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for b in beaten_rows:
+        beaten[b["primary_host"]].append({k: b[k] for k in ("decision", "winner_host", "winner_start_reason",
+                                                             "races", "rescued", "primary_suppressed")})
+    model_of: dict[str, str | None] = {}
+    for race in races:
+        for a in race["attempts"]:
+            model_of.setdefault(a["host"], race["model"])
+    for h in hosts:
+        h["beaten_by"] = beaten.get(h["label"], [])
+
+    shown = [h for h in hosts if _matches(h, options.participant)]
+    notes: list[str] = []
+    if options.participant and not shown:
+        notes.append(f"{options.participant} took part in no race in this range (network figures still cover all hosts)")
+    if facts["time_resolution"] == "second":
+        notes.append("the log lines' times have 1 s resolution (plain Go log prefix, no Docker or slog time): "
+                     "wasted seconds and first-token times are whole-second readings, each within ±1 s")
+    if facts["races_primary_inferred"]:
+        notes.append(f"{facts['races_primary_inferred']} race(s) have no decision_made line in the logs read: "
+                     "their primary is the lowest nonce (nonces are assigned in order)")
+    if facts["races_without_time"] and (since or until):
+        notes.append(f"{facts['races_without_time']} race(s) have no time (lines without a timestamp) and "
+                     "cannot be placed in the range: not counted")
+    fp = [u for u in unresp if u["false_positive"]]
+    unresp_data = {"decisions": len(unresp), "false_positives": len(fp),
+                   "false_positive_share": _share(len(fp), len(unresp)),
+                   "examples": [{"request": u["request"], "time": u["race_ts"], "primary_host": u["primary_host"],
+                                 "receipt_ms": u["receipt_ms"], "ttft_ms": u["ttft_ms"], "winner": u["winner"],
+                                 "winner_host": u["winner_host"]} for u in fp[:10]],
+                   "rule": "a primary_unresponsive decision whose primary then delivered its first token and "
+                           "finished normally (race_completed finished=true responsive=true)"}
+    rescue_latency = [latency_ms(r["primary"]) - latency_ms(r["winner"]) for r in races
+                      if r["rescue"] and latency_ms(r["primary"]) is not None and latency_ms(r["winner"]) is not None]
+    totals = {k: v for k, v in total.items() if k != "hour"}
+    totals["time_resolution"] = facts["time_resolution"]
+    totals["rescue_latency_saved_seconds"] = round(sum(rescue_latency) / 1000, 3) if rescue_latency else None
+    totals["rescues_primary_never_delivered"] = sum(1 for r in races if r["rescue"] and latency_ms(r["primary"]) is None)
+    per_hour = [r for r in totals_rows if r["hour"] is not None]
+
+    race_list = [_race_json(r) for r in races]
+    data = {
+        "epoch": epoch,
+        "available": True,
+        "range": {"since": since, "until": until, "from": what},
+        "hosts": [{k: h[k] for k in HOST_KEYS} for h in shown],
+        "decisions": decisions,
+        "totals": totals,
+        "per_hour": per_hour,
+        "predictability": pred,
+        "primary_unresponsive": unresp_data,
+        "counterfactuals": cfs,
+        "races": race_list,
+        "thresholds": thresholds(),
+        "notes": notes,
+    }
+    findings = [f for f in _findings(hosts, beaten, pred, unresp, model_of, query_args)
+                if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
+    header = [("range", f"{what}: {utc_text(since)} … {utc_text(until)}"),
+              ("races", f"{totals['races']} ({totals['hedged_races']} hedged, {totals['rescues']} rescues; "
+                        f"{totals['cache_hits']} cache hits)"),
+              ("attempts per request", str(totals["attempts_per_request"])),
+              ("wasted attempt-seconds", f"{totals['wasted_seconds']:,} of {totals['attempt_seconds']:,} "
+                                         f"({_pct(totals['wasted_seconds_share'])})"),
+              ("wasted output bytes", f"{totals['wasted_bytes']:,} of {totals['output_bytes']:,} "
+                                      f"({_pct(totals['wasted_bytes_share'])})"),
+              ("prediction right", f"{pred['prediction_right']} of {pred['evaluable_races']} evaluable hedged races "
+                                   f"({_pct(pred['prediction_right_share'])})"),
+              ("primary_unresponsive", f"{len(fp)} of {len(unresp)} decisions fired on a primary that then "
+                                       "finished normally")]
+    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, race_list, unresp_data, notes)
+    coverage = {"sources": ["gateway_log", "chain"] if epoch is not None and not (options.since or options.until)
+                else ["gateway_log"], "missing": [],
+                "log_span": [facts["first_ts"], facts["last_ts"]], "time_resolution": facts["time_resolution"]}
+    return Result(KEY, TITLE, data, tables, findings, coverage, header=header)
+
+
+HOST_KEYS = ("host", "label", "label_status", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
+             "primary_no_winner", "loss_rate", "suppressed_losers", "suppressed_losers_completed",
+             "secondary_attempts", "secondary_wins", "secondary_suppressed_losers", "wasted_seconds",
+             "wasted_attempts", "wasted_chunks", "wasted_bytes", "wasted_tokens", "attempt_seconds", "output_bytes",
+             "beaten_by")
+
+
+def _race_json(r: dict[str, Any]) -> dict[str, Any]:
+    out = {k: r[k] for k in RACE_KEYS}
+    out["predicted_winner"] = r.get("predicted_winner")
+    out["loss_predictable"] = r.get("loss_predictable")
+    out["attempts"] = [{**{k: a[k] for k in ATTEMPT_KEYS}, "prior": a["prior"]} for a in r["attempts"]]
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.1%}"
+
+
+def _unavailable(epoch: int | None, reason: str) -> Result:
+    """No answer, said plainly: the hedging command exits 3; in the epoch report the
+    section says why and the report is not made incomplete by an optional source."""
+    return Result(KEY, TITLE, {"epoch": epoch, "available": False, "reason": reason}, [Table(TITLE, [], [], [reason])],
+                  coverage={"sources": ["gateway_log"], "missing": [reason]}, unavailable=reason)
+
+
+def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, unresp, notes) -> list[Table]:
+    host_cols = ["host", "label", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
+                 "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
+                 "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
+    t_hosts = Table("Hosts: as primary and as secondary", host_cols, [{c: h[c] for c in host_cols} for h in hosts],
+                    notes=list(notes), narrow=["host", "primary_rescued", "wasted_bytes"])
+    t_beaten = Table("Who beat each primary, under which decision",
+                     ["primary_host", "decision", "winner_host", "winner_start_reason", "races", "rescued",
+                      "primary_suppressed"], beaten_rows)
+    dec_cols = ["decision", "races", "races_started", "extra_won", "extra_attempts", "extra_wasted",
+                "extra_wasted_share", "primaries_suppressed", "rescues", "wasted_seconds"]
+    t_dec = Table("Per decision reason", dec_cols, [{c: d[c] for c in dec_cols} for d in decisions])
+    tot_cols = ["hour", "races", "attempts", "attempts_per_request", "hedged_races", "rescues", "suppressed_losers",
+                "attempt_seconds", "wasted_seconds", "wasted_seconds_share", "output_bytes", "wasted_bytes",
+                "wasted_bytes_share", "wasted_tokens_share"]
+    tot_rows = [{**{c: totals.get(c) for c in tot_cols}, "hour": "range"}] + \
+               [{c: (utc_text(r[c]) if c == "hour" else r.get(c)) for c in tot_cols} for r in per_hour]
+    t_tot = Table("Totals over the range and per hour", tot_cols, tot_rows,
+                  notes=[f"time resolution of the lines: {totals['time_resolution']}"])
+    t_pred = Table("Predictability of losses (before dispatch)",
+                   ["label", "losses", "with_prediction", "predictable", "predictable_share"], pred["hosts"],
+                   notes=[pred["rule"], f"prediction right in {pred['prediction_right']} of {pred['evaluable_races']} "
+                                        "evaluable hedged races"])
+    cf_cols = ["remedy", "races", "attempts_saved", "attempt_seconds_saved", "output_bytes_saved", "latency_worse",
+               "latency_added_seconds", "latency_better", "latency_saved_seconds", "latency_unknown", "would_fail"]
+    t_cf = Table("Counterfactuals of the remedies", cf_cols, [{c: s[c] for c in cf_cols} for s in cfs],
+                 notes=[f"{s['remedy']}: {s['applies_to']}; " + "; ".join(s["assumptions"]) for s in cfs]
+                 + ["thresholds: " + ", ".join(f"{k}={v}" for k, v in thresholds().items())])
+    top = sorted(races, key=lambda r: -sum((a["wasted_ms"] or 0) for a in r["attempts"]))[:RACE_TABLE_ROWS]
+    race_rows = []
+    for r in top:
+        losers = [a for a in r["attempts"] if a["wasted"]]
+        race_rows.append({
+            "time": utc_text(r["race_ts"]), "request": r["request"], "decision": r["decision"],
+            "attempts": ", ".join(f"{a['host']}({a['role'][0]}{'*' if a['winner'] else ''})" for a in r["attempts"]),
+            "winner": r["winner_host"], "rescue": r["rescue"],
+            "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
+            "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
+            "loss_predictable": r.get("loss_predictable")})
+    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {len(races)}; all in --format json)",
+                    ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
+                     "loss_predictable"], race_rows,
+                    notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"])
+    t_unresp = Table("primary_unresponsive false positives (#2103)",
+                     ["request", "time", "primary_host", "receipt_ms", "ttft_ms", "winner", "winner_host"],
+                     [{**e, "time": utc_text(e["time"])} for e in unresp["examples"]],
+                     notes=[f"{unresp['false_positives']} of {unresp['decisions']} decisions; {unresp['rule']}"])
+    return [t_hosts, t_beaten, t_dec, t_tot, t_pred, t_cf, t_unresp, t_races]

@@ -1,0 +1,16 @@
+-- hedging_beaten_by: for each primary host, who beat it and under which decision: races in
+-- [$since, $until) whose primary lost to a secondary (definitions: views/hedge_attempts.sql),
+-- per (primary host, decision, winner host, the winner's start reason), with how many of
+-- those races were rescues (useful hedges) and how many primaries ran on as suppressed losers.
+-- Reads: hedge_races.
+SELECT primary_host, decision, winner_host, winner_start_reason,
+       count(*) AS races,
+       count(*) FILTER (WHERE rescue) AS rescued,
+       count(*) FILTER (WHERE primary_suppressed) AS primary_suppressed
+FROM hedge_races
+WHERE primary_lost
+  AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
+  AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
+  AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+GROUP BY ALL
+ORDER BY primary_host, races DESC, decision, winner_host;

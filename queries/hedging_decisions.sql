@@ -1,0 +1,45 @@
+-- hedging_decisions: per decision reason (decision_made `decision`), over races in
+-- [$since, $until): how many races it decided, how many of them it started extra attempts
+-- for (secondaries whose start_reason is the decision, or receipt_timeout for the
+-- receipt_timeout decision), how many of those races an extra attempt won, and what share
+-- of its extra attempts were wasted (losers outside rescue races, see
+-- views/hedge_attempts.sql), plus the primaries its extra attempts turned into
+-- suppressed losers. Secondaries started by later escalations (attempt_failed, ...) are
+-- counted under their own start reason in `by_start_reason`.
+-- Reads: hedge_attempts.
+WITH a AS (
+    SELECT *, (role = 'secondary' AND start_reason = decision) AS extra
+    FROM hedge_attempts
+    WHERE NOT probe
+      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
+      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
+      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+), r AS (
+    SELECT request, any_value(decision) AS decision,
+           bool_or(extra) AS started, bool_or(extra AND winner) AS extra_won,
+           count(*) FILTER (WHERE extra) AS extra_attempts,
+           count(*) FILTER (WHERE extra AND wasted) AS extra_wasted,
+           count(*) FILTER (WHERE extra AND suppressed_loser) AS extra_suppressed,
+           count(*) FILTER (WHERE extra AND NOT finished AND NOT cancelled) AS extra_failed,
+           bool_or(extra AND winner) AND bool_or(role = 'primary' AND suppressed_loser) AS primary_suppressed,
+           bool_or(rescue) AS rescue,
+           sum(wasted_ms) FILTER (WHERE wasted) AS wasted_ms,
+           sum(output_bytes) FILTER (WHERE wasted) AS wasted_bytes
+    FROM a GROUP BY request
+)
+SELECT coalesce(decision, '(no decision_made read)') AS decision,
+       count(*) AS races,
+       count(*) FILTER (WHERE started) AS races_started,
+       count(*) FILTER (WHERE extra_won) AS extra_won,
+       sum(extra_attempts) AS extra_attempts,
+       sum(extra_wasted) AS extra_wasted,
+       sum(extra_suppressed) AS extra_suppressed,
+       sum(extra_failed) AS extra_failed,
+       CASE WHEN sum(extra_attempts) > 0 THEN round(sum(extra_wasted) / sum(extra_attempts), 4) END AS extra_wasted_share,
+       count(*) FILTER (WHERE primary_suppressed) AS primaries_suppressed,
+       count(*) FILTER (WHERE started AND rescue) AS rescues,
+       round(sum(wasted_ms) FILTER (WHERE started) / 1000.0, 3) AS wasted_seconds,
+       sum(wasted_bytes) FILTER (WHERE started) AS wasted_bytes
+FROM r
+GROUP BY 1
+ORDER BY races_started DESC, races DESC, 1;
