@@ -76,7 +76,7 @@ class PocOverloadOptions(Options):
     lookback_minutes: float = 10.0       # "before the window": this many minutes before the trigger
     cap_span: str = "generation"         # where the counterfactual applies the cap: generation | window
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
-    tiny_share: float = 0.01             # structural risk: only preserved slots held by hosts below this share
+    tiny_share: float = 0.02             # structural risk: an escrow whose only preserved slots are held by hosts below this share of the model
     miss_test_findings: bool = False     # repeat reward_zeroed_miss_test with the CPoC evidence (the command)
 
 
@@ -240,12 +240,13 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                            "its window cannot be placed in wall-clock time")
     lookback = timedelta(minutes=opt.lookback_minutes)
     attempts: list[dict] = []
-    ghosts: list[dict] = []
+    ghosts: dict[str, list[dict]] = {}
     if timed and span["first_ts"] is not None:
         since = min(e["trigger_time"] for e in timed) - lookback
         until = max(e["val_end_time"] for e in timed)
         attempts = store.query("poc_overload_attempts", since=since, until=until)
-        ghosts = store.query("poc_overload_ghosts", since=since, until=until)
+        ghosts = {e["episode"]: store.query("poc_overload_ghosts", since=e["trigger_time"], until=e["val_end_time"])
+                  for e in timed}
     have_disp = bool(store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
     if attempts and not have_disp:
         notes.append("the logs have no nonce_disposition lines: misses are estimated from race_completed "
@@ -281,7 +282,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         in_win = [a for a in attempts if start <= a["start_ts"] <= end]
         running = [a for a in attempts if a["start_ts"] <= end and a["end_ts"] >= start]
         before = [a for a in attempts if start - lookback <= a["start_ts"] < start]
-        win_ghosts = [g for g in ghosts if g["last_ts"] >= start and g["first_ts"] <= end]
+        win_ghosts = ghosts.get(ep, [])
         for h in ev_hosts:
             p, model = h["participant"], h["model_id"]
             if opt.participant and p != opt.participant:
@@ -297,7 +298,11 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                                                    in_win, win_ghosts)
             if state == "none":
                 entry.update(peak_inflight=None, requests=None, misses=None, counterfactual=None)
-                unknown.append(f"{ep} {model} {p}: {state_text}")
+                _unknown_once(unknown, f"{ep} {model}: {state_text}: load, misses and counterfactual unknown")
+                c = cpoc_misses.setdefault(p, {"misses_in_cpoc_windows": 0, "windows": [], "evidence": [],
+                                               "windows_without_evidence": []})
+                c["windows_without_evidence"].append(f"{ep} {model}")
+                c["evidence"].append(f"{ep} {model}: {state_text} (its misses there are unknown)")
                 windows.append(entry)
                 continue
             mine_win = [a for a in in_win if a["participant"] == p and a["model"] == model]
@@ -372,18 +377,21 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                 "logged_misses_read": all_logged,
             }
             if state == "partial":
-                unknown.append(f"{ep} {model} {p}: {state_text}")
+                _unknown_once(unknown, f"{ep} {model}: {state_text}: figures cover that part only")
             windows.append(entry)
-            c = cpoc_misses.setdefault(p, {"misses_in_cpoc_windows": 0, "windows": [], "evidence": []})
+            c = cpoc_misses.setdefault(p, {"misses_in_cpoc_windows": 0, "windows": [], "evidence": [],
+                                           "windows_without_evidence": []})
             c["misses_in_cpoc_windows"] += n_miss
-            c["windows"].append(ep)
-            c["evidence"].append(f"{ep}: {state_text}")
+            c["windows"].append(f"{ep} {model}")
+            c["evidence"].append(f"{ep} {model}: {n_miss} misses; {state_text}")
             f = _finding(entry, opt, share_before, share_win)
             if f is not None:
                 findings.append(f)
     for p, c in cpoc_misses.items():
         mt = mt_rows.get(p)
         c["chain_missed_requests"] = None if mt is None else mt["missed"]
+        if not c["windows"]:
+            c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
     if opt.miss_test_findings:
         findings.extend(_zeroed_findings(store, epoch, cpoc_misses, windows))
 
@@ -397,6 +405,11 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
     return Result(KEY, TITLE, data, _tables(windows, notes, per_source), findings, coverage,
                   complete=not missing, header=_header(data, span))
+
+
+def _unknown_once(unknown: list[str], text: str) -> None:
+    if text not in unknown:
+        unknown.append(text)
 
 
 def _r(x: float | None) -> float | None:
@@ -496,6 +509,9 @@ def _structural(h, ev, slot_map, preserved_by_ep, tiny: float, in_win, win_ghost
             only.append(esc)
     return {"share": None if share is None else round(share, 6), "tiny_share_below": tiny,
             "tiny": None if share is None else share < tiny,
+            "rule": ("escrows active in the window (seen in the logs, or created in this epoch per the chain) "
+                     "whose only preserved slots are this host's; tiny = share of the model's weight below "
+                     "tiny_share_below"),
             "only_preserved_slot_in_escrows": sorted(only),
             "slot_lists_known": len(slot_map)}
 
@@ -549,20 +565,34 @@ def _zeroed_findings(store: Store, epoch: int, cpoc: Mapping[str, dict], windows
         p = f.subject["id"]
         c = cpoc.get(p)
         ev = dict(f.evidence)
-        if c is not None:
+        if c is not None and c["windows"]:
             ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
+            ev["misses_in_cpoc_windows_is"] = ("a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
+                                               if c["windows_without_evidence"] else "what the gateway logs show")
             ev["cpoc_evidence"] = c["evidence"]
         else:
             preserved = [w["episode"] for w in windows if w["participant"] == p]
             ev["misses_in_cpoc_windows"] = None
             ev["cpoc_evidence"] = (["not preserved in any CPoC of the epoch: no misses of a preserved-host pile-up"]
-                                   if not preserved else ["no gateway evidence for its CPoC windows"])
+                                   if not preserved else (c or {}).get("evidence") or
+                                   ["no gateway evidence for its CPoC windows"])
         out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
     return out
 
 
 def _fmt(v: Any) -> Any:
     return "unknown" if v is None else v
+
+
+def _risk_text(r: Mapping[str, Any] | None) -> str:
+    if not r:
+        return "unknown"
+    esc = r["only_preserved_slot_in_escrows"]
+    if r["tiny"] and esc:
+        return f"tiny share, only preserved slot of {len(esc)} escrow(s)"
+    if r["tiny"]:
+        return "tiny share" + ("" if r["slot_lists_known"] else " (slot lists unknown)")
+    return "no"
 
 
 def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Table]:
@@ -581,6 +611,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
             "cf_refused": _fmt(cf.get("refused")), "cf_misses": _fmt(cf.get("misses_remaining")),
             "cf_passes": _fmt(cf.get("would_pass_miss_test")),
             "evidence": w["evidence"]["state"],
+            "structural_risk": _risk_text(w.get("structural_risk")),
         })
     t_notes = [f"cap = max(1, floor(weight x per_10000 / 10000)); per_10000: {per_source}.",
                "unknown = no gateway evidence for that window or model (never zero load).",
@@ -595,7 +626,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
                              "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items()),
                              "slot_list_from": _fmt(e["slot_list_source"])})
     tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
-                    narrow=["share", "rpm_before", "window_flips", "evidence"])]
+                    narrow=["share", "rpm_before", "window_flips", "evidence", "structural_risk"])]
     if esc_rows:
         tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows))
     return tables
