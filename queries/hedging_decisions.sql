@@ -4,7 +4,8 @@
 -- receipt_timeout decision), how many of those races an extra attempt won, and what share
 -- of its extra attempts were wasted (losers outside rescue races, see
 -- views/hedge_attempts.sql), plus the primaries its extra attempts turned into
--- suppressed losers. Secondaries started by later escalations (attempt_failed, ...) are
+-- suppressed losers, and the work thrown away in the races it started (wasted_seconds,
+-- wasted_bytes: every loser of those races outside rescues). Secondaries started by later escalations (attempt_failed, ...) are
 -- counted under their own start reason in `by_start_reason`.
 -- Reads: hedge_attempts.
 WITH a AS (
@@ -23,6 +24,7 @@ WITH a AS (
            count(*) FILTER (WHERE extra AND NOT finished AND NOT cancelled) AS extra_failed,
            bool_or(extra AND winner) AND bool_or(role = 'primary' AND suppressed_loser) AS primary_suppressed,
            bool_or(rescue) AS rescue,
+           count(*) FILTER (WHERE wasted) AS wasted_n,
            sum(wasted_ms) FILTER (WHERE wasted) AS wasted_ms,
            sum(output_bytes) FILTER (WHERE wasted) AS wasted_bytes
     FROM a GROUP BY request
@@ -38,8 +40,9 @@ SELECT coalesce(decision, '(no decision_made read)') AS decision,
        CASE WHEN sum(extra_attempts) > 0 THEN round(sum(extra_wasted) / sum(extra_attempts), 4) END AS extra_wasted_share,
        count(*) FILTER (WHERE primary_suppressed) AS primaries_suppressed,
        count(*) FILTER (WHERE started AND rescue) AS rescues,
-       round(sum(wasted_ms) FILTER (WHERE started) / 1000.0, 3) AS wasted_seconds,
-       sum(wasted_bytes) FILTER (WHERE started) AS wasted_bytes
+       CASE WHEN coalesce(sum(wasted_n) FILTER (WHERE started), 0) = 0 THEN 0
+            ELSE round(sum(wasted_ms) FILTER (WHERE started) / 1000.0, 3) END AS wasted_seconds,
+       coalesce(sum(wasted_bytes) FILTER (WHERE started), 0) AS wasted_bytes
 FROM r
 GROUP BY 1
 ORDER BY races_started DESC, races DESC, 1;

@@ -10,7 +10,9 @@
 --   primary_no_winner  races where no attempt won (all failed)
 --   suppressed_losers  its primary attempts that finished as suppressed losers (completed = finished=true)
 --   secondary_*      its secondary attempts, their wins and suppressed losers
---   wasted_*         work of its attempts (either role) thrown away outside rescue races
+--   wasted_*         work of its attempts (either role) thrown away outside rescue races;
+--                    wasted_seconds is NULL when no wasted attempt's time is known (lines without
+--                    times), and wasted_time_unknown counts the wasted attempts without one
 -- host: the full address where log_host_labels resolves the label, else the label.
 -- Reads: hedge_attempts, log_host_labels.
 WITH a AS (
@@ -33,11 +35,14 @@ WITH a AS (
            count(*) FILTER (WHERE role = 'secondary' AND winner) AS secondary_wins,
            count(*) FILTER (WHERE role = 'secondary' AND suppressed_loser) AS secondary_suppressed_losers,
            count(*) FILTER (WHERE wasted) AS wasted_attempts,
-           round(sum(wasted_ms) FILTER (WHERE wasted) / 1000.0, 3) AS wasted_seconds,
-           round(sum(wasted_ms) FILTER (WHERE wasted AND role = 'primary') / 1000.0, 3) AS wasted_seconds_as_primary,
+           CASE WHEN count(*) FILTER (WHERE wasted) = 0 THEN 0
+                ELSE round(sum(wasted_ms) FILTER (WHERE wasted) / 1000.0, 3) END AS wasted_seconds,
+           CASE WHEN count(*) FILTER (WHERE wasted AND role = 'primary') = 0 THEN 0
+                ELSE round(sum(wasted_ms) FILTER (WHERE wasted AND role = 'primary') / 1000.0, 3) END
+               AS wasted_seconds_as_primary,
            count(*) FILTER (WHERE wasted AND wasted_ms IS NULL) AS wasted_time_unknown,
-           sum(output_chunks) FILTER (WHERE wasted) AS wasted_chunks,
-           sum(output_bytes) FILTER (WHERE wasted) AS wasted_bytes,
+           coalesce(sum(output_chunks) FILTER (WHERE wasted), 0) AS wasted_chunks,
+           coalesce(sum(output_bytes) FILTER (WHERE wasted), 0) AS wasted_bytes,
            sum(usage_tokens) FILTER (WHERE wasted) AS wasted_tokens,
            round(sum(attempt_ms) / 1000.0, 3) AS attempt_seconds,
            sum(output_bytes) AS output_bytes,
