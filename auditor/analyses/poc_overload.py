@@ -105,22 +105,25 @@ def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: date
             events.append((e, -1))
     events.sort(key=lambda x: (x[0], x[1]))        # ends before starts at the same instant
     n_seconds = max(1, math.ceil((end - start).total_seconds()))
-    per_second = [0] * n_seconds
-    peak, peak_at = current, start
-    per_second[0] = current
-    last_bucket = 0
+    peak, peak_at, level = current, start, current
     for t, d in events:
-        b = min(n_seconds - 1, int((t - start).total_seconds()))
-        for k in range(last_bucket + 1, b + 1):    # seconds without an event carry the level on
-            per_second[k] = current
-        last_bucket = max(last_bucket, b)
-        current += d
-        if current > per_second[b]:
-            per_second[b] = current
-        if current > peak:
-            peak, peak_at = current, t
-    for k in range(last_bucket + 1, n_seconds):
-        per_second[k] = current
+        level += d
+        if level > peak:
+            peak, peak_at = level, t
+    per_second = [0] * n_seconds
+    i, level = 0, current
+    for k in range(n_seconds):
+        b0 = start + timedelta(seconds=k)
+        b1 = b0 + timedelta(seconds=1)
+        while i < len(events) and events[i][0] <= b0:     # the level at the second's first instant
+            level += events[i][1]
+            i += 1
+        top = level
+        while i < len(events) and events[i][0] < b1:
+            level += events[i][1]
+            top = max(top, level)
+            i += 1
+        per_second[k] = top
     return {"peak": peak, "peak_at": peak_at, "per_second": per_second}
 
 

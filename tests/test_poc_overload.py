@@ -1,0 +1,209 @@
+"""`auditor poc-overload N` (issue 8): the rules (cap, in flight, the capped replay, the
+verdict flip) and the command on the fixtures of ``fixtures/poc-overload`` (incident 2107's
+mechanism and the cases that must not be flagged) and on the bundled demo."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+
+from auditor.analyses import poc_overload as po
+from tests.conftest import FIXTURES, run_cli, run_json
+
+FIX = FIXTURES / "poc-overload"
+STORY = json.loads((FIX / "story.json").read_text())
+S, B, M = STORY["small_host"], STORY["large_host"], STORY["idle_preserved_host"]
+MODEL = STORY["model"]
+T = datetime(2026, 9, 23, 0, 0, tzinfo=timezone.utc)
+
+
+def sec(x: float) -> datetime:
+    return T + timedelta(seconds=x)
+
+
+# -- rules --------------------------------------------------------------------------------------
+def test_host_cap_is_the_proposed_rule():
+    assert po.host_cap(2841, 10.0) == 2
+    assert po.host_cap(1809, 10.0) == 1            # the incident's host: 0.24 % of DeepSeek
+    assert po.host_cap(38_421, 10.0) == 38         # gateway-logs.md 7.2 example
+    assert po.host_cap(0, 10.0) == 1               # max(1, ...)
+    assert po.host_cap(24_728, 5.0) == 12
+    assert po.host_cap(None, 10.0) is None         # unknown weight: unknown cap, not 1
+
+
+def test_inflight_profile_peak_and_per_second():
+    iv = [(sec(0), sec(10)), (sec(2), sec(5)), (sec(4), sec(6)), (sec(5), sec(7)), (sec(-5), sec(1))]
+    prof = po.inflight_profile(iv, sec(0), sec(10))
+    assert prof["peak"] == 3 and prof["peak_at"] == sec(4)      # [0,10) [2,5) [4,6); [5,7) starts as [2,5) ends
+    assert prof["per_second"][:8] == [2, 1, 2, 2, 3, 3, 2, 1]
+    assert len(prof["per_second"]) == 10
+    assert po.inflight_profile([], sec(0), sec(3))["per_second"] == [0, 0, 0]
+
+
+def _attempts(n: int, every: float, dur: float, miss: bool = True) -> list[dict]:
+    return [{"start_ts": sec(i * every), "end_ts": sec(i * every + dur), "miss": miss} for i in range(n)]
+
+
+def test_replay_with_cap_refuses_over_the_cap_only_in_the_span():
+    att = _attempts(20, 1.0, 10.0)                 # 10 in flight at steady state
+    r = po.replay_with_cap(att, 2, sec(0), sec(100))
+    assert r["admitted"] == 4 and r["refused"] == 16          # 2 at t=0,1; the next free at t=10,11
+    assert r["misses_avoided"] == 16 and r["misses_remaining"] == 4
+    # outside the span nothing is refused
+    assert po.replay_with_cap(att, 2, sec(50), sec(100))["refused"] == 0
+    # a cap at the peak refuses nothing: the replay must depend on the cap it is given
+    assert po.replay_with_cap(att, 10, sec(0), sec(100))["refused"] == 0
+    refused = [po.replay_with_cap(att, c, sec(0), sec(100))["refused"] for c in range(1, 12)]
+    assert refused == sorted(refused, reverse=True) and refused[0] > refused[-1]
+    with pytest.raises(ValueError):
+        po.replay_with_cap(att, 0, sec(0), sec(1))
+
+
+def test_flip_verdict():
+    # 4386 requests, 980 missed at p0 0.1: fails (rate rule); without 975 window misses: 5 missed, passes
+    f = po.flip_verdict(980, 4386, 975, Decimal("0.1"))
+    assert f["flips"] and f["passed"] and f["missed"] == 5 and f["total"] == 4386
+    assert not po.flip_verdict(980, 4386, 100, Decimal("0.1"))["flips"]
+    assert po.flip_verdict(980, 4386, 5000, Decimal("0.1"))["missed"] == 0      # never more than missed
+
+
+# -- the command on the fixtures ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fixture_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("poc") / "a.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIX / "chain"), "--gateway-log",
+                str(FIX / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def report(fixture_db):
+    return run_json("poc-overload", "403", "--offline", "--format", "json", db=fixture_db)
+
+
+def _win(rep, episode, participant, model=MODEL):
+    [w] = [w for w in rep["windows"] if w["episode"] == episode and w["participant"] == participant
+           and w["model"] == model]
+    return w
+
+
+def test_output_contract(report):
+    assert {"epoch", "findings", "coverage", "windows"} <= set(report)
+    assert report["epoch"] == 403
+    for w in report["windows"]:
+        assert {"participant", "model", "weight", "cap", "peak_inflight", "requests", "misses",
+                "counterfactual"} <= set(w)
+    for f in report["findings"]:
+        assert {"code", "severity", "subject", "model", "summary", "evidence"} <= set(f)
+        assert f["subject"]["kind"] in ("participant", "escrow", "model")
+
+
+def test_the_overloaded_small_host_is_flagged_with_its_evidence(report):
+    flagged = [f for f in report["findings"] if f["code"] == "poc_overload"]
+    assert [(f["subject"]["id"], f["severity"], f["model"]) for f in flagged] == [(S, "error", MODEL)]
+    ev = flagged[0]["evidence"]
+    assert ev["episode"] == "cpoc:0" and ev["cap"] == 2 and ev["weight"] == 2841
+    assert ev["peak_inflight"] > 10 * ev["cap"]
+    assert ev["misses"] == STORY["s_misses_cpoc0"]
+    assert ev["misses_by_kind"] == {"failed_after_receipt": STORY["s_failed"],
+                                    "refused_before_receipt": STORY["s_refused"]}
+    assert ev["window_flips_verdict"] is True
+    assert ev["miss_test"]["verdict"] == "zeroed_by_miss_test"
+    assert ev["miss_test"]["missed"] == STORY["s_chain_missed"]
+    [esc] = ev["escrows"]
+    assert esc["escrow"] == STORY["escrow_single_preserved"] and esc["slots"] == 16
+    assert esc["preserved_slots"] == 1 and esc["host_slots"] == 1 and esc["slot_list_source"] == "chain"
+    assert esc["other_slots_ghosts"]["poc_unavailable_host/confirmation_poc"] > 15 * ev["requests"] * 0.9
+    assert ev["before"]["requests_per_minute"] < 2 < ev["requests_per_minute"]
+
+
+def test_counterfactual_applies_the_cap(report, fixture_db):
+    cf = _win(report, "cpoc:0", S)["counterfactual"]
+    assert cf["cap"] == 2 and cf["refused"] > 0
+    assert cf["misses_remaining"] + cf["misses_avoided"] == STORY["s_misses_cpoc0"]
+    assert cf["would_pass_miss_test"] is True
+    assert any("refused before any receipt" in a for a in cf["assumptions"])
+    # with a cap the host never reaches, nothing is refused and the verdict stays: the replay uses the cap
+    wide = run_json("poc-overload", "403", "--offline", "-f", "json", "--per-10000", "10000", db=fixture_db)
+    cf2 = _win(wide, "cpoc:0", S)["counterfactual"]
+    assert cf2["cap"] == 2841 and cf2["refused"] == 0 and cf2["would_pass_miss_test"] is False
+    assert wide["per_10000_source"] == "given with --per-10000"
+    assert "default" in report["per_10000_source"]
+    # the whole window instead of generation only: at least as many refusals
+    win = run_json("poc-overload", "403", "--offline", "-f", "json", "--cap-span", "window", db=fixture_db)
+    assert _win(win, "cpoc:0", S)["counterfactual"]["refused"] >= cf["refused"]
+
+
+def test_larger_and_idle_preserved_hosts_and_the_quiet_cpoc_are_not_flagged(report):
+    big = _win(report, "cpoc:0", B)
+    assert big["requests"] > 100 and big["peak_inflight"] <= big["cap"] and big["misses"] == 0
+    idle = _win(report, "cpoc:0", M)
+    assert idle["requests"] == 0 and idle["peak_inflight"] == 0 and idle["evidence"]["state"] == "full"
+    quiet = _win(report, "cpoc:1", S)
+    assert quiet["misses"] == 0 and quiet["requests"] > 0
+    assert not [f for f in report["findings"] if f["code"] == "poc_overload" and f["evidence"]["episode"] != "cpoc:0"]
+
+
+def test_a_window_without_gateway_evidence_is_unknown_not_zero(report):
+    for p in (S, B, M):
+        w = _win(report, "cpoc:2", p)
+        assert w["evidence"]["state"] == "none"
+        assert w["peak_inflight"] is None and w["requests"] is None and w["misses"] is None
+        assert w["counterfactual"] is None
+    assert any(u.startswith(f"cpoc:2 {MODEL}") for u in report["coverage"]["unknown"])
+    # a model the gateway served no traffic for is no evidence either
+    glm = [w for w in report["windows"] if w["model"].startswith("zai-org")]
+    assert glm and all(w["requests"] is None and w["evidence"]["state"] == "none" for w in glm)
+    # chain data alone still shows the structural risk: the escrow whose only preserved slot is the small host
+    risk = _win(report, "cpoc:2", S)["structural_risk"]
+    assert risk["tiny"] is True and risk["only_preserved_slot_in_escrows"] == [STORY["escrow_single_preserved"]]
+    assert _win(report, "cpoc:2", B)["structural_risk"]["tiny"] is False
+
+
+def test_reward_zeroed_finding_counts_the_misses_in_cpoc_windows(report):
+    zeroed = {f["subject"]["id"]: f for f in report["findings"] if f["code"] == "reward_zeroed_miss_test"}
+    ev = zeroed[S]["evidence"]
+    assert ev["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
+    assert "lower bound" in ev["misses_in_cpoc_windows_is"]          # cpoc:2 has no evidence
+    glm_victim = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())["victim"]
+    assert zeroed[glm_victim]["evidence"]["misses_in_cpoc_windows"] is None      # no evidence: not 0
+    assert report["cpoc_misses"][S]["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
+
+
+def test_participant_filter_fail_on_and_formats(fixture_db):
+    r = run_cli("poc-overload", "403", "--offline", "-f", "json", "--participant", B, db=fixture_db)
+    assert r.returncode == 0
+    d = json.loads(r.stdout)
+    assert {w["participant"] for w in d["windows"]} == {B}
+    assert not [f for f in d["findings"] if f["code"] == "poc_overload"]
+    assert run_cli("poc-overload", "403", "--offline", "--fail-on", "error", db=fixture_db).returncode == 1
+    for fmt in ("table", "md", "csv"):
+        r = run_cli("poc-overload", "403", "--offline", "-f", fmt, db=fixture_db)
+        assert r.returncode == 0 and "cpoc:0" in r.stdout, r.stderr
+    assert run_cli("poc-overload", "403", "--offline", "--cap-span", "bogus", db=fixture_db).returncode == 2
+    assert run_cli("poc-overload", "999", "--offline", db=fixture_db).returncode == 3
+
+
+def test_epoch_report_has_the_sections_and_findings(fixture_db):
+    d = run_json("epoch", "403", "--offline", "-f", "json", db=fixture_db)
+    assert "poc_overload" in d and "preserved_targets" in d
+    codes = [(f["code"], f["subject"]["id"]) for f in d["findings"]]
+    assert ("poc_overload", S) in codes
+    assert codes.count(("reward_zeroed_miss_test", S)) == 1      # the miss test's, not repeated
+
+
+def test_demo_bundle_victim(tmp_path):
+    """The bundled demo (fixtures/chain/epoch-403 + demo log): the GLM host preserved alone in
+    cpoc:0 and zeroed by the miss test is flagged."""
+    db = tmp_path / "demo.duckdb"
+    d = run_json("poc-overload", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"), "--gateway-log",
+                 str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), "-f", "json", db=db)
+    victim = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())["victim"]
+    flagged = [f for f in d["findings"] if f["code"] == "poc_overload"]
+    assert [(f["subject"]["id"], f["severity"]) for f in flagged] == [(victim, "error")]
+    w = [w for w in d["windows"] if w["participant"] == victim and w["model"] == "zai-org/GLM-5.3-Flash"][0]
+    assert w["peak_inflight"] > w["cap"] == 8
