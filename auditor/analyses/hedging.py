@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from statistics import median
 from typing import Any
 
+from ..errors import UsageError
 from ..result import Finding, Result, Table, utc_text
 from .frame import Options
 
@@ -67,7 +68,7 @@ def time_range(store: Any, epoch: int | None, options: Options) -> tuple[datetim
     since, until = _utc(options.since), _utc(options.until)
     if since is not None or until is not None:
         if since is not None and until is not None and since >= until:
-            return since, until, "", f"--since {utc_text(since)} is not before --until {utc_text(until)}"
+            raise UsageError(f"--since {utc_text(since)} is not before --until {utc_text(until)}")
         return since, until, "--since/--until", None
     if epoch is None:
         return None, None, "", "give an epoch N or --since/--until"

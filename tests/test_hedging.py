@@ -1,0 +1,291 @@
+"""`auditor hedging` (issue 9): the incident fixture against its ground truth, every log
+format giving the same hosts rows, the synthetic generator's ground truth, the
+counterfactuals against a hand-computed case, and the command's contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli, run_json
+
+H = FIXTURES / "hedging"
+TRUTH = json.loads((H / "incident.truth.json").read_text())
+RANGE = ["--since", "2026-10-23T11:00:00", "--until", "2026-10-23T13:00:00"]
+SMALL_RANGE = ["--since", "2026-10-23T08:00:00", "--until", "2026-10-23T10:00:00"]
+COUNT_KEYS = ("primary_races", "primary_wins", "primary_losses", "suppressed_losers", "secondary_attempts",
+              "secondary_wins", "secondary_suppressed_losers")
+FORMATS = {
+    "gz": ["incident.log.gz"],
+    "docker": ["incident-docker.log"],
+    "slog": ["incident-slog.json"],
+    "dockerjson": ["incident-dockerjson.log"],
+    "split": ["incident-part1.log", "incident-part2.log"],
+}
+
+
+def _store(tmp_path_factory, name: str, *files: str) -> Path:
+    db = tmp_path_factory.mktemp(name) / "a.duckdb"
+    args = []
+    for f in files:
+        args += ["--gateway-log", str(H / f)]
+    r = run_cli("collect", *args, db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def incident(tmp_path_factory):
+    db = _store(tmp_path_factory, "incident", "incident.log")
+    return db, run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    db = _store(tmp_path_factory, "small", "small.log")
+    return run_json("hedging", "--offline", *SMALL_RANGE, "--format", "json", db=db)
+
+
+def _by_label(report) -> dict:
+    return {h["label"]: h for h in report["hosts"]}
+
+
+# -- the incident's shape ---------------------------------------------------------------------
+def test_hosts_match_the_ground_truth(incident):
+    _, rep = incident
+    got = _by_label(rep)
+    assert set(got) == {h["label"] for h in TRUTH["hosts"]}
+    for t in TRUTH["hosts"]:
+        h = got[t["label"]]
+        assert {k: h[k] for k in COUNT_KEYS} == {k: t[k] for k in COUNT_KEYS}, t["label"]
+        assert h["host"] == t["host"]                                   # the full address, from the log
+        assert h["wasted_seconds"] == pytest.approx(t["wasted_ms"] / 1000, abs=1e-6), t["label"]
+        assert h["primary_rescued"] == t["rescued"]
+    p = got["p232vrcn"]           # the testnet numbers
+    assert (p["primary_races"], p["primary_wins"], p["primary_losses"], p["suppressed_losers"]) == (45, 15, 30, 29)
+    assert (got["q9u4txhy"]["secondary_attempts"], got["q9u4txhy"]["secondary_wins"]) == (24, 24)
+    assert (got["kepcgs0y"]["secondary_attempts"], got["kepcgs0y"]["secondary_suppressed_losers"]) == (26, 20)
+
+
+def test_who_beat_the_remote_primary(incident):
+    _, rep = incident
+    beaten = {(b["decision"], b["winner_host"]): b["races"] for b in _by_label(rep)["p232vrcn"]["beaten_by"]}
+    assert beaten == {("pairwise_ab_sample", "q9u4txhy"): 13, ("secondary_faster", "q9u4txhy"): 11,
+                      ("pairwise_budgeted_speedup", "kepcgs0y"): 4, ("pairwise_ab_sample", "kepcgs0y"): 2}
+
+
+def test_findings_flag_the_remote_primary_and_nothing_that_must_not_be(incident):
+    _, rep = incident
+    codes = {(f["code"], f["subject"]["id"][-8:]) for f in rep["findings"]}
+    assert ("suppressed_loser_waste", "p232vrcn") in codes
+    assert ("hedge_predictable_loss", "p232vrcn") in codes
+    assert ("primary_unresponsive_false_positive", "m8lwq3ce") in codes
+    # a local host that always wins, marginal hedges the primary wins, a stalled primary rescued
+    for quiet in ("q9u4txhy", "h4rgnj2v", "s7xzdmew", "kepcgs0y"):
+        assert not [c for c in codes if c[1] == quiet], quiet
+    waste = next(f for f in rep["findings"] if f["code"] == "suppressed_loser_waste")
+    ev = waste["evidence"]
+    assert (ev["races"], ev["losses"], ev["suppressed_losers"]) == (45, 30, 29)
+    assert ev["wasted_seconds"] > 0 and ev["wasted_bytes"] > 0 and ev["beaten_by"]
+    assert waste["severity"] == "warn" and waste["subject"]["kind"] == "participant"
+    assert waste["model"] == "Qwen/Qwen3-4B-Instruct-2507"
+    fp = next(f for f in rep["findings"] if f["code"] == "primary_unresponsive_false_positive")
+    assert fp["evidence"]["decisions"] == 4 and fp["evidence"]["false_positives"] == 3
+    assert len(fp["evidence"]["examples"]) == 3
+    assert rep["primary_unresponsive"]["false_positives"] == 3
+
+
+def test_rescues_are_not_waste(incident):
+    _, rep = incident
+    s = _by_label(rep)["s7xzdmew"]        # 10 losses, every one rescued by a receipt-timeout hedge
+    assert (s["primary_losses"], s["primary_rescued"], s["wasted_seconds"]) == (10, 10, 0)
+    assert s["suppressed_losers"] == 6    # 6 stalled primaries did finish: suppressed, yet not waste
+    assert rep["totals"]["rescues"] == 11 and rep["totals"]["rescue_latency_saved_seconds"] > 0
+
+
+def test_totals_and_decisions(incident):
+    _, rep = incident
+    t = rep["totals"]
+    assert (t["races"], t["attempts"], t["cache_hits"], t["user_requests"]) == (93, 165, 22, 115)
+    assert t["attempts_per_request"] == pytest.approx(165 / 93, abs=1e-4)
+    assert t["wasted_seconds"] == pytest.approx(sum(h["wasted_ms"] for h in TRUTH["hosts"]) / 1000, abs=1e-3)
+    assert 0.3 < t["wasted_seconds_share"] < 0.6 and t["time_resolution"] == "sub-second"
+    assert sum(h["races"] for h in rep["per_hour"]) == t["races"]
+    d = {x["decision"]: x for x in rep["decisions"]}
+    assert d["secondary_faster"]["races_started"] == 11 and d["secondary_faster"]["extra_won"] == 11
+    assert d["pairwise_ab_sample"]["extra_attempts"] == 35 and d["pairwise_ab_sample"]["extra_wasted"] == 20
+    assert d["receipt_timeout"]["rescues"] == 10 and d["receipt_timeout"]["wasted_seconds"] == 0
+
+
+def test_predictability(incident):
+    _, rep = incident
+    p = {h["label"]: h for h in rep["predictability"]["hosts"]}["p232vrcn"]
+    assert p["losses"] == 30 and p["with_prediction"] >= 25 and p["predictable_share"] == 1.0
+    assert rep["predictability"]["evaluable_races"] > 0
+    assert "3600 s" in rep["predictability"]["rule"]
+
+
+# -- every format, the same rows ----------------------------------------------------------------
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_every_format_gives_the_same_hosts_rows(tmp_path_factory, incident, fmt):
+    _, plain = incident
+    db = _store(tmp_path_factory, fmt, *FORMATS[fmt])
+    rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
+    assert rep["hosts"] == plain["hosts"]
+    assert rep["totals"] == plain["totals"]
+    assert rep["counterfactuals"] == plain["counterfactuals"]
+
+
+def test_whole_second_go_prefix_same_counts_and_says_so(tmp_path_factory, incident):
+    _, plain = incident
+    db = _store(tmp_path_factory, "seconds", "incident-seconds.log")
+    rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
+    got, want = _by_label(rep), _by_label(plain)
+    for label, h in want.items():
+        assert {k: got[label][k] for k in COUNT_KEYS} == {k: h[k] for k in COUNT_KEYS}
+        assert abs(got[label]["wasted_seconds"] - h["wasted_seconds"]) <= h["wasted_attempts"] + 1e-9
+    assert rep["totals"]["time_resolution"] == "second"
+    assert any("1 s resolution" in n for n in rep["notes"])
+
+
+# -- the synthetic generator's ground truth -------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    db = tmp_path_factory.mktemp("demo") / "a.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def test_synthetic_ground_truth(demo):
+    truth = json.loads((FIXTURES / "demo-epoch-403" / "gateway.summary.json").read_text())
+    rep = run_json("hedging", "403", "--offline", "--format", "json", db=demo)
+    hosts = rep["hosts"]
+    assert sum(h["suppressed_losers"] + h["secondary_suppressed_losers"] for h in hosts) == truth["suppressed_losers"]
+    assert sum(h["suppressed_losers"] for h in hosts) == truth["suppressed_primaries"]
+    assert rep["totals"]["attempts"] == truth["attempts"] - truth["probes"]
+    assert sum(h["primary_wins"] + h["secondary_wins"] for h in hosts) == truth["winners"]
+    started = {d["decision"]: d["races_started"] for d in rep["decisions"] if d["races_started"]}
+    assert started == truth["hedged_races_by_decision"]
+    assert {d["decision"]: d["races"] for d in rep["decisions"]} == truth["decisions"]
+    assert rep["totals"]["hedged_races"] == truth["multi_attempt_requests"]
+
+
+def test_epoch_report_has_the_hedging_section(demo):
+    rep = run_json("epoch", "403", "--offline", "--format", "json", db=demo)
+    assert rep["hedging"]["available"] is True and rep["hedging"]["hosts"]
+    own = run_json("hedging", "403", "--offline", "--format", "json", db=demo)
+    codes = {(f["code"], f["subject"]["id"]) for f in rep["findings"]}
+    for f in own["findings"]:
+        assert (f["code"], f["subject"]["id"]) in codes
+
+
+# -- counterfactuals, by hand ---------------------------------------------------------------------
+# small.log (fixtures/hedging/make_fixtures.py small()): S = sl0wh0st always receipts at 1 s,
+# first token at 1.5 s, runs 60 s, 600,000 bytes; F = fa5th0st at 10 ms / 150 ms, 20 s,
+# 500,000 bytes. Three warm-up races each alone, then R1-R4 pairwise_budgeted_speedup and
+# R5-R6 secondary_faster (S primary, F started 200 ms later: F's first token at 350 ms, its
+# winner_selected at 370 ms, S's race_completed at 60,015 ms), R7 pairwise_ab_sample (same),
+# R8 pairwise_ab_sample with F primary and S sampled at 200 ms (F's winner_selected at
+# 170 ms, S's race_completed at 60,215 ms), R9 receipt_timeout: S stalls (first token at
+# 7.5 s), F started at 5,050 ms wins (winner_selected at 5,220 ms): a rescue.
+def _cf(report, name):
+    return next(c for c in report["counterfactuals"] if c["remedy"] == name)
+
+
+def test_speed_aware_primary_by_hand(small):
+    c = _cf(small, "speed_aware_primary")
+    # R1-R7 and R9: S is the primary and F was clearly faster (medians 1500 vs 150 ms): F alone
+    assert (c["races"], c["attempts_saved"], c["attempt_seconds_saved"], c["output_bytes_saved"]) == \
+        (8, 8, 8 * 60.0, 8 * 600_000)
+    # F alone answers at 150 ms: 200 ms sooner in R1-R7, 5,050 ms sooner in R9
+    assert (c["latency_better"], c["latency_worse"], c["would_fail"]) == (8, 0, 0)
+    assert c["latency_saved_seconds"] == pytest.approx(7 * 0.2 + 5.05)
+
+
+def test_replace_instead_of_add_by_hand(small):
+    c = _cf(small, "replace_instead_of_add")
+    # R1-R6 only (speed-up decisions), ratio 1500/150 = 10 >= 2: the primary S is not run
+    assert (c["races"], c["attempts_saved"], c["attempt_seconds_saved"], c["output_bytes_saved"]) == \
+        (6, 6, 360.0, 3_600_000)
+    assert (c["latency_better"], c["latency_saved_seconds"], c["latency_worse"]) == (6, pytest.approx(1.2), 0)
+
+
+def test_cancel_losers_by_hand(small):
+    c = _cf(small, "cancel_losers")
+    # R1-R7: 60,015 - 370 = 59,645 ms each; R8: 60,215 - 170 = 60,045; R9 (rescue too): 60,015 - 5,220
+    assert c["races"] == 9 and c["attempts_saved"] == 0
+    assert c["attempt_seconds_saved"] == pytest.approx((7 * 59_645 + 60_045 + 54_795) / 1000)
+    assert c["output_bytes_saved"] == 9 * 600_000
+    assert c["latency_worse"] == 0
+
+
+def test_stop_ab_sampling_by_hand(small):
+    c = _cf(small, "stop_ab_sampling")
+    # R7: 6 earlier S/F comparisons (R1-R6), all won by F: the F sample is skipped, S serves at
+    # 1,500 ms instead of F's 350: 1.15 s worse. R8: 7 comparisons: the S sample is skipped.
+    assert (c["races"], c["attempts_saved"], c["attempt_seconds_saved"], c["output_bytes_saved"]) == \
+        (2, 2, 80.0, 1_100_000)
+    assert (c["latency_worse"], c["latency_added_seconds"]) == (1, pytest.approx(1.15))
+
+
+def test_small_hosts_and_findings(small):
+    got = _by_label(small)
+    s, f = got["sl0wh0st"], got["fa5th0st"]
+    assert (s["primary_races"], s["primary_wins"], s["primary_losses"], s["primary_rescued"]) == (11, 3, 8, 1)
+    assert (f["secondary_attempts"], f["secondary_wins"], f["primary_races"], f["primary_wins"]) == (8, 8, 4, 4)
+    # wasted as primary in R1-R7 (59.645 s each) and as the R8 sample (60.045 s); R9 is a rescue
+    assert s["wasted_seconds"] == pytest.approx(7 * 59.645 + 60.045)
+    assert small["predictability"]["prediction_right"] == small["predictability"]["evaluable_races"] == 9
+    codes = {(x["code"], x["subject"]["id"][-8:]) for x in small["findings"]}
+    assert codes == {("suppressed_loser_waste", "sl0wh0st"), ("hedge_predictable_loss", "sl0wh0st")}
+    assert small["thresholds"]["replace_ratio"] == 2.0
+
+
+# -- the command --------------------------------------------------------------------------------
+def test_since_until_narrow_the_range(incident):
+    db, rep = incident
+    half = run_json("hedging", "--offline", "--since", "2026-10-23T11:35:00", "--until", "2026-10-23T11:40:00",
+                    "--format", "json", db=db)
+    assert 0 < half["totals"]["races"] < rep["totals"]["races"]
+    assert half["range"]["from"] == "--since/--until"
+    r = run_cli("hedging", "--offline", "--since", "2026-10-23T12:00", "--until", "2026-10-23T11:00", db=db)
+    assert r.returncode == 2 and "not before" in r.stderr
+    r = run_cli("hedging", "--offline", db=db)
+    assert r.returncode == 2 and "epoch N or --since/--until" in r.stderr
+
+
+def test_outside_the_logs_and_without_logs_exit_3(incident, tmp_path):
+    db, _ = incident
+    r = run_cli("hedging", "--offline", "--since", "2026-10-24", "--until", "2026-10-25", db=db)
+    assert r.returncode == 3 and "no race" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("hedging", "403", "--offline", db=db)          # no chain data: its span is unknown
+    assert r.returncode == 3 and "--since/--until" in r.stderr
+
+
+def test_epoch_without_logs_says_so_and_stays_complete(tmp_path):
+    db = tmp_path / "a.duckdb"
+    assert run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"), db=db).returncode == 0
+    r = run_cli("epoch", "403", "--offline", "--format", "json", db=db)
+    assert r.returncode == 0, r.stderr
+    h = json.loads(r.stdout)["hedging"]
+    assert h["available"] is False and "gateway" in h["reason"]
+    r = run_cli("hedging", "403", "--offline", db=db)
+    assert r.returncode == 3 and "gateway" in r.stderr
+
+
+def test_formats_and_fail_on(incident):
+    db, _ = incident
+    r = run_cli("hedging", "--offline", *RANGE, "--format", "csv", db=db)
+    assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("host,label,primary_races")
+    r = run_cli("hedging", "--offline", *RANGE, "--format", "md", db=db)
+    assert r.returncode == 0 and "suppressed_loser_waste" in r.stdout and "Counterfactuals" in r.stdout
+    r = run_cli("hedging", "--offline", *RANGE, db=db)
+    assert r.returncode == 0 and "p232vrcn" in r.stdout
+    assert run_cli("hedging", "--offline", *RANGE, "--fail-on", "warn", db=db).returncode == 1
+    rep = run_json("hedging", "--offline", *RANGE, "--participant", "p232vrcn", "--format", "json", db=db)
+    assert [h["label"] for h in rep["hosts"]] == ["p232vrcn"]
+    assert {f["subject"]["id"][-8:] for f in rep["findings"]} == {"p232vrcn"}
