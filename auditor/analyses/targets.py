@@ -302,6 +302,7 @@ def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mappin
             "demand_evidence": "none" if peak is None else "gateway logs",
             "demand_weight": d_m, "suggested_target": suggested,
             "gap": None if suggested is None else suggested - target,
+            "suggested_exceeds_model_weight": None if suggested is None or w_m is None else suggested > w_m,
             "fill_plan": plan, "selection_comparison": comparison,
         })
     return out, findings, notes
@@ -334,6 +335,7 @@ def _governance(rows: list[dict], per: float) -> dict:
                       "implied_preserved_weight": sum(implied.values()),
                       "implied_by_model": implied})
     return {"covering_poc_slot_allocation": None if f is None else float(f),
+            "feasible": None if f is None else f <= 1,
             "models_with_demand": len(dem), "models_without_demand": sorted(set(w_m) - set(dem)),
             "note": ("the smallest single fraction f with trunc(f x W_m) >= D_m for every model whose demand is "
                      "known; implied weights are in each model's raw units (not comparable across models)"),
@@ -425,6 +427,10 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
                                      "mean": round(mean, 2), "cv": None if mean == 0 else round(sd / mean, 3)}
         else:
             r["demand_stability"] = None
+        if r["suggested_exceeds_model_weight"]:
+            notes.append(f"{r['model_id']}: the suggested target {r['suggested_target']:,} exceeds the model's whole "
+                         f"weight {r['total_weight']:,}: preserving every node would still leave its PoC-time "
+                         "demand short (the fill plan says how far)")
         if r["peak_inflight"] is None:
             unknown.append(f"{r['model_id']}: no gateway evidence of its demand in any PoC window: "
                            "D_m and the suggested target are unknown (not zero)")
