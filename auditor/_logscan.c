@@ -45,12 +45,29 @@
 #include <string.h>
 
 /* An output buffer: a bytes object allocated at its largest possible size, written
- * without checks, and cut to its length at the end (realloc: no copy). */
+ * without checks, and cut to its length at the end (realloc: no copy). Built with
+ * -DLOGSCAN_BOUNDS (the fuzz target, tests/fuzz), every write is checked against the size
+ * allocated: one byte past it would land in the bytes object's terminator, which
+ * AddressSanitizer cannot see. */
 typedef struct {
     PyObject *obj;
     char *p;
-    size_t len;
+    size_t len, cap;
 } buf_t;
+
+#ifdef LOGSCAN_BOUNDS
+#include <stdio.h>
+#define CHECK_FITS(b, end)                                                                        \
+    do {                                                                                          \
+        if ((size_t)(end) > (b)->cap) {                                                           \
+            fprintf(stderr, "_logscan: write to byte %zu of a %zu-byte buffer\n", (size_t)(end),   \
+                    (b)->cap);                                                                    \
+            abort();                                                                              \
+        }                                                                                         \
+    } while (0)
+#else
+#define CHECK_FITS(b, end) ((void)0)
+#endif
 
 static int buf_new(buf_t *b, size_t cap, int zeroed)
 {
@@ -59,6 +76,7 @@ static int buf_new(buf_t *b, size_t cap, int zeroed)
         return -1;
     b->p = PyBytes_AS_STRING(b->obj);
     b->len = 0;
+    b->cap = cap;
     if (zeroed) {
         memset(b->p, 0, cap);
         b->len = cap;
@@ -68,12 +86,17 @@ static int buf_new(buf_t *b, size_t cap, int zeroed)
 
 static inline void put(buf_t *b, const void *src, size_t n)
 {
+    CHECK_FITS(b, b->len + n);
     memcpy(b->p + b->len, src, n);
     b->len += n;
 }
 
 static inline void put_i64(buf_t *b, int64_t v) { put(b, &v, 8); }
-static inline void set_bit(buf_t *bm, size_t i) { ((uint8_t *)bm->p)[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+static inline void set_bit(buf_t *bm, size_t i)
+{
+    CHECK_FITS(bm, (i >> 3) + 1);
+    ((uint8_t *)bm->p)[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
 
 /* The buffers, named in the returned dict by buf_names. An integer column is values
  * and validity; a string column is three buffers: Arrow string views, the data of the
@@ -497,6 +520,7 @@ static int line(out_t *o, const unsigned char *s, size_t n, int64_t line_no, int
     }
     *w++ = '}';
     size_t fn = (size_t)(w - (f->p + at));
+    CHECK_FITS(f, at + fn);
     put_view(&B[B_FIELDS], (const unsigned char *)f->p + at, fn, at);
     f->len = fn > 12 ? at + fn : at;
     o->rows++;

@@ -329,7 +329,18 @@ def test_append_reads_only_new_lines(tmp_path):
     assert q(db, "SELECT count(*) FROM log_events")[0][0] == 81
 
 
-def test_truncated_and_rotated_files_are_read_again(tmp_path):
+def _rows_by_file(db: Path) -> dict[tuple[str, bool], int]:
+    """(path, gone) -> rows stored, over every log_files row."""
+    out: dict[tuple[str, bool], int] = {}
+    for path, gone, n in q(db, "SELECT f.path, f.gone_at IS NOT NULL, count(e.line_no) FROM log_files f "
+                               "LEFT JOIN log_events e USING (file_id) GROUP BY f.file_id, f.path, f.gone_at"):
+        out[(path, gone)] = out.get((path, gone), 0) + n
+    return out
+
+
+def test_truncated_and_replaced_files_keep_their_rows(tmp_path):
+    """A store is evidence: a file truncated or replaced at its path is read again from its
+    start as a new file, and the rows of what was there before stay, marked gone."""
     db = tmp_path / "a.duckdb"
     log = tmp_path / "gw.log"
     lines = _lines(LOGS / "section12.log")
@@ -340,16 +351,15 @@ def test_truncated_and_rotated_files_are_read_again(tmp_path):
         f.truncate(0)
         f.write(b"".join(lines[40:50]))
     r = collect(db, log)
-    assert "truncated" in r.stderr
-    assert q(db, "SELECT count(*), min(line_no), max(line_no) FROM log_events")[0] == (10, 1, 10)
-    assert q(db, "SELECT generation FROM log_files")[0][0] == 1
-    # replaced by a new file (another inode), same size or larger
+    assert r.returncode == 0 and "gone" in r.stderr
+    assert _rows_by_file(db) == {(str(log), False): 10, (str(log), True): 40}
+    assert q(db, "SELECT count(*) FROM coverage WHERE item LIKE ? AND detail LIKE 'gone:%'", [f"{log} (gone, file %"])[0][0] == 1
+    # replaced by a new file (another inode)
     new = tmp_path / "new.log"
     new.write_bytes(b"".join(lines[50:81]))
     os.replace(new, log)
-    r = collect(db, log)
-    assert "rotated" in r.stderr
-    assert q(db, "SELECT count(*), max(line_no) FROM log_events")[0] == (31, 31)
+    assert collect(db, log).returncode == 0
+    assert _rows_by_file(db) == {(str(log), False): 31, (str(log), True): 50}
     # rotation by rename, both files given: the old one is continued under its new name
     os.rename(log, tmp_path / "gw.log.1")
     with open(tmp_path / "gw.log.1", "ab") as f:
@@ -358,33 +368,31 @@ def test_truncated_and_rotated_files_are_read_again(tmp_path):
     r = collect(db, tmp_path / "gw.log*")
     assert r.returncode == 0, r.stderr
     assert "rotated to" in r.stderr
-    rows = dict(q(db, "SELECT f.path, count(e.line_no) FROM log_files f LEFT JOIN log_events e USING (file_id) "
-                      "GROUP BY f.path"))
-    assert rows == {str(tmp_path / "gw.log.1"): 32, str(log): 5}
+    assert _rows_by_file(db) == {(str(tmp_path / "gw.log.1"), False): 32, (str(log), False): 5,
+                                 (str(log), True): 50}
 
 
-def test_gz_read_whole_once(tmp_path):
+def test_gz_read_whole_once_damaged_gz_stores_nothing_unverified(tmp_path):
     db = tmp_path / "a.duckdb"
     gz = tmp_path / "gw.log.gz"
     shutil.copy(LOGS / "section12.log.gz", gz)
     assert "loaded log_events 81" in collect(db, gz).stderr
     r = collect(db, gz)
     assert "skipped" in r.stderr and q(db, "SELECT count(*) FROM log_events")[0][0] == 81
-    # changed: read again, rows replaced; a last line without newline is taken at the end of a .gz.
-    # A damaged .gz given with it is reported missing (exit 3) after what it held is stored.
+    # replaced by another .gz: read as a new file (the old rows stay, marked gone); a last line
+    # without newline is taken at the end of a .gz. A truncated .gz given with it is reported
+    # missing (exit 3), and nothing of its unverified member is stored.
     with gzip.open(gz, "wb") as f:
         f.write(b"".join(_lines(LOGS / "section12.log")[:10]) + b"2026/09/30 16:00:00 escrow_balance_exhausted escrow=5")
     bad = tmp_path / "bad.log.gz"
-    bad.write_bytes((LOGS / "section12.log.gz").read_bytes()[:-20])
+    bad.write_bytes(gzip.compress(b"".join(_lines(LOGS / "section12.log")[20:]))[:-20])
     r = collect(db, gz, bad)
-    assert "changed" in r.stderr
-    assert r.returncode == 3 and "damaged gzip" in r.stderr
-    fid = q(db, "SELECT file_id FROM log_files WHERE path = ?", [str(gz)])[0][0]
+    assert r.returncode == 3 and "damaged gzip" in r.stderr and "truncated" in r.stderr
+    fid = q(db, "SELECT file_id FROM log_files WHERE path = ? AND gone_at IS NULL", [str(gz)])[0][0]
     assert q(db, "SELECT count(*), max(escrow) FILTER (WHERE line_no = 11) FROM log_events WHERE file_id = ?",
              [fid])[0] == (11, 5)
-    # the lines before the damaged end are kept; the file is not marked complete
-    lines, events, complete = q(db, "SELECT lines, events, complete FROM log_files WHERE path = ?", [str(bad)])[0]
-    assert 60 < lines < 81 and events == lines and not complete
+    assert _rows_by_file(db) == {(str(gz), False): 11, (str(gz), True): 81}
+    assert ("partial",) in q(db, "SELECT status FROM coverage WHERE item = ?", [str(bad)])
 
 
 def test_stdin_same_content_stored_once(tmp_path):

@@ -1,44 +1,52 @@
 """Gateway log ingestion: ``auditor collect --gateway-log PATH`` (docs: gateway-logs.md).
 
 Reads devshardctl logs (plain files, globs, ``.gz``, ``-`` for stdin) into the ``log_*``
-tables of schema 003, incrementally:
+tables of schema 003, incrementally. A store is evidence: rows once stored stay, whatever
+logrotate does to the files afterwards.
 
-* a plain file is identified by path, device/inode and the sha256 of its first bytes
-  (up to 4 KiB); a second run reads only what was appended after the last complete line
-  (``log_files.byte_offset``). A file whose inode or head changed (rotated) or that shrank
-  below the offset (truncated) is read again from its start, its old rows replaced. A
-  rotated file that moved to another path given in the same run (``app.log`` ->
-  ``app.log.1``) keeps its rows and is continued there. A last line without its newline
-  waits for the next run.
-* a ``.gz`` file is read whole, and again only when it changed (size, mtime, inode, head).
-* stdin is spooled to a temporary file and identified by the sha256 of its content: the
-  same content is never stored twice.
+* Every file read has a ``log_files`` row: its path, device/inode, its read position
+  (``byte_offset``, the end of the last complete line stored) and the fingerprint of its
+  content (sha256 of its first bytes read, up to 4 KiB, uncompressed).
+* At the start of a run each given file is matched with a row (``_Ingest.match``): the row
+  at its path when it is the same file (same inode, not shorter than what was read, same
+  first bytes; for a ``.gz`` also the same size and mtime); else a row whose file was
+  renamed to this path (same inode: ``app.log`` -> ``app.log.1``) or whose content this
+  file holds (same fingerprint: a copy by copytruncate, a compressed ``app.log.2.gz``).
+  A matched row is continued after its position, so a line is never stored twice. A row
+  whose content is no longer at its path (rotated away, truncated, deleted) and that no
+  given file continues is marked gone (``gone_at``); its rows are kept.
+* A plain file is read from the row's position on; a last line without its newline waits
+  for the next run. A ``.gz`` is checked first, member by member (CRC and length), and
+  only what the check verified is stored: a damaged or truncated member and what follows
+  are dropped, and the run says how much. stdin is spooled to a temporary file and
+  identified by the sha256 of its content: the same content is never stored twice.
 
 Blocks of whole lines (8 MiB, read without copies) are parsed (:mod:`.gatewaylog_parse`:
-the compiled tokenizer for the common text lines, polars and the line parser for the rest)
-by two worker threads while this thread stores the results in order; rows, rejected-line
-counts and the file's new position are committed together, four DuckDB row groups
-(491,520 rows) per transaction, so an interrupted run resumes where the last commit stopped
-and never stores a line twice. Memory stays flat whatever the file size.
-Lines that are not gateway lines are counted per file and reason (``log_rejects``) with a
-few samples (``log_reject_samples``); they are never fatal. A path that does not exist or
-cannot be read is listed in the report's ``missing`` (the CLI then exits 3) and the other
-files are still read.
+the compiled tokenizer for the common text lines, polars and DuckDB for JSON, the line
+parser for the rest) by two worker threads while this thread stores the results in order;
+rows, rejected-line counts and the file's new position are committed together, four
+DuckDB row groups (491,520 rows) per transaction, so an interrupted run resumes where the
+last commit stopped and never stores a line twice. Memory stays flat whatever the file
+size. Lines that are not gateway lines, or longer than MAX_LINE, are counted per file and
+reason (``log_rejects``) with a few samples (``log_reject_samples``); they are never
+fatal. A path that does not exist or cannot be read is listed in the report's
+``missing`` (the CLI then exits 3) and the other files are still read.
 """
 
 from __future__ import annotations
 
 import bisect
 import glob
-import gzip
 import hashlib
 import os
 import queue
+import signal
 import sys
 import tempfile
 import threading
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -102,6 +110,7 @@ class FileRec:
     generation: int = 0
     first_read_at: datetime | None = None
     last_read_at: datetime | None = None
+    gone_at: datetime | None = None
 
 
 _COLS = list(FileRec.__dataclass_fields__)
@@ -112,6 +121,8 @@ class Target:
     path: str                 # absolute path, or '-' for stdin
     given: str                # as the user wrote it
     st: os.stat_result | None = None
+    kind: str = "plain"       # plain | gz
+    head: bytes = b""         # the first HEAD_BYTES of its content (uncompressed)
 
 
 def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: int = BLOCK_SIZE,
@@ -125,20 +136,38 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
     for given, why in unresolved:
         report.missing.append(f"{given}: {why}")
         ing.coverage(given, "missing", why)
-    ing.relocate_moved(targets)
-    for t in targets:
+    with _interrupt_seen() as interrupted:
         try:
-            if t.path == STDIN:
-                ing.read_stdin(t, sys.stdin.buffer)
-            else:
-                ing.read_file(t)
-        except OSError as exc:
-            why = f"cannot read: {exc.strerror or exc}"
-            report.missing.append(f"{t.given}: {why}")
-            ing.coverage(t.given, "missing", why)
-        except duckdb.Error as exc:
-            raise SourceError(f"{t.given}: could not store what was read "
-                              f"({str(exc).splitlines()[0]}); the file's earlier rows are kept") from exc
+            matched = ing.match(targets)
+            for t in targets:
+                try:
+                    if t.path == STDIN:
+                        ing.read_stdin(t, sys.stdin.buffer)
+                    elif t.kind == "gz":
+                        ing.read_gz(t, matched.get(t.path))
+                    else:
+                        ing.read_file(t, matched.get(t.path))
+                except OSError as exc:
+                    if interrupted.is_set():
+                        raise
+                    ing.fail(t, f"cannot read: {exc.strerror or exc}")
+                except duckdb.Error as exc:
+                    if interrupted.is_set():
+                        raise
+                    raise SourceError(f"{t.given}: could not store what was read "
+                                      f"({str(exc).splitlines()[0]}); the file's earlier rows are kept") from exc
+                except Exception as exc:  # noqa: BLE001 - one file's failure must not cost the others
+                    if interrupted.is_set():
+                        raise
+                    ing.fail(t, f"stopped by an unexpected error ({type(exc).__name__}: {exc}); "
+                                f"what was stored before it is kept")
+        except Exception:
+            # DuckDB (and Arrow inside it) turn Ctrl-C during a query into an error of their
+            # own ("Query interrupted"); every commit is whole, so the store holds what was
+            # committed before it, and the CLI's answer to Ctrl-C applies
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
     if not report.loaded:
         report.loaded["log_events"] = 0
     if ing.parsed_bytes:
@@ -147,6 +176,28 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
         if note := compiled_note():
             report.notes.append(note)
     return report
+
+
+@contextmanager
+def _interrupt_seen() -> Iterator[threading.Event]:
+    """An event set when SIGINT arrives (in the main thread; the usual KeyboardInterrupt
+    still follows), so that an error raised in its place is known for what it is."""
+    seen = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+    prev = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame):
+        seen.set()
+        if callable(prev):
+            prev(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, prev)
 
 
 def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]]:
@@ -183,13 +234,15 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
             seen.add(a)
             try:
                 st = os.stat(a)
+                kind = "gz" if _is_gzip(a) else "plain"
+                head = _content_head(a, kind)
             except OSError as exc:
                 missing.append((m, f"cannot read: {exc.strerror}"))
                 continue
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
-            out.append(Target(a, m if m != p else given, st))
+            out.append(Target(a, m if m != p else given, st, kind, head))
     return out, missing
 
 
@@ -200,17 +253,74 @@ def _is_gzip(path: str) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
+def _content_head(path: str, kind: str) -> bytes:
+    """The first HEAD_BYTES of the file's content (decompressed for a .gz; what precedes
+    damage, if any)."""
+    with open(path, "rb") as f:
+        if kind != "gz":
+            return f.read(HEAD_BYTES)
+        out = bytearray()
+        try:
+            for chunk, _ in _gunzip(f, HEAD_BYTES):
+                out += chunk
+                if len(out) >= HEAD_BYTES:
+                    break
+        except (zlib.error, EOFError):
+            pass
+        return bytes(out[:HEAD_BYTES])
+
+
+def _gunzip(f: BinaryIO, step: int = 1 << 20) -> Iterator[tuple[bytes, bool]]:
+    """Decompress a gzip file member by member, at most ``step`` bytes at a time: yields
+    ``(bytes, member_verified)``, the flag True with the last bytes of each member whose
+    CRC and length zlib checked. Raises zlib.error at a damaged member and EOFError at a
+    truncated one. Zero padding between members is skipped, as gzip does."""
+    d = zlib.decompressobj(31)
+    buf, started = b"", False
+    while True:
+        if not buf:
+            buf = f.read(step)
+            if not buf:
+                if started:
+                    raise EOFError("the file ends inside a gzip member (truncated)")
+                return
+        if not started:
+            buf = buf.lstrip(b"\x00")
+            if not buf:
+                continue
+            started = True
+        out = d.decompress(buf, step)
+        buf = d.unconsumed_tail
+        if d.eof:
+            yield out, True
+            buf, d, started = d.unused_data + buf, zlib.decompressobj(31), False
+        elif out:
+            yield out, False
+
+
+def _gz_verified(path: str) -> tuple[int, int, str | None]:
+    """The first pass over a .gz: (uncompressed bytes in whole members that passed their
+    check, bytes decoded in all, what was wrong or None)."""
+    verified = decoded = 0
+    member = 1
+    with open(path, "rb") as f:
+        try:
+            for chunk, done in _gunzip(f):
+                decoded += len(chunk)
+                if done:
+                    verified = decoded
+                    member += 1
+        except (zlib.error, EOFError) as exc:
+            return verified, decoded, f"gzip member {member}: {exc}"
+    return verified, decoded, None
+
+
 def _mtime(st: os.stat_result) -> datetime:
     return datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=timezone.utc)
 
 
 def _sha(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
-
-
-def _read_head(path: str, n: int) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(n)
 
 
 class _Ingest:
@@ -226,178 +336,177 @@ class _Ingest:
         self.block_size = max(1024, int(block_size))
         rows = store.rows(f"SELECT {', '.join(_COLS)} FROM log_files")
         self.recs = {r["file_id"]: FileRec(**r) for r in rows}
+        self.unsaved: set[int] = set()    # records not yet in log_files (written with their first rows)
         self.samples: dict[tuple[int, str], int] = {}   # (file, reason) seen this run -> samples stored
 
     # -- records ----------------------------------------------------------------------
     def by_path(self, path: str) -> FileRec | None:
-        return next((r for r in self.recs.values() if r.path == path), None)
+        return next((r for r in self.recs.values() if r.path == path and r.gone_at is None), None)
 
     def new_rec(self, path: str, kind: str) -> FileRec:
+        """A record for a file not read before; stored with the first commit of its rows, so
+        a run killed before that leaves no trace of it."""
         fid = max(self.recs, default=0) + 1
         now = utcnow()
         rec = FileRec(fid, path, kind, first_read_at=now, last_read_at=now)
         self.recs[fid] = rec
-        self.store.insert("log_files", [self._row(rec)])
+        self.unsaved.add(fid)
         return rec
 
-    def _row(self, rec: FileRec) -> dict[str, Any]:
-        return {c: getattr(rec, c) for c in _COLS}
-
     def save(self, rec: FileRec) -> None:
+        if rec.file_id in self.unsaved:
+            self.store.insert("log_files", [{c: getattr(rec, c) for c in _COLS}])
+            self.unsaved.discard(rec.file_id)
+            return
         sets = ", ".join(f"{c} = ?" for c in _COLS[1:])
         self.store.con.execute(f"UPDATE log_files SET {sets} WHERE file_id = ?",
                                [getattr(rec, c) for c in _COLS[1:]] + [rec.file_id])
 
-    def reset(self, rec: FileRec, why: str) -> None:
-        """Forget what was read of ``rec`` (its rows) before reading it again from the start."""
-        with self.store.transaction() as con:
-            for t in ("log_events", "log_rejects", "log_reject_samples"):
-                con.execute(f"DELETE FROM {t} WHERE file_id = ?", [rec.file_id])
-            rec.byte_offset = rec.lines = rec.events = rec.rejected = 0
-            rec.head_len, rec.head_sha256, rec.complete = 0, None, False
-            rec.generation += 1
-            self.save(rec)
-        self.samples = {k: v for k, v in self.samples.items() if k[0] != rec.file_id}
-        self.report.notes.append(f"{rec.path}: {why}; read again from the start (its earlier rows replaced)")
+    def fail(self, t: Target, why: str) -> None:
+        self.report.missing.append(f"{t.given}: {why}")
+        self.coverage(t.given, "missing", why)
 
-    def head_matches(self, rec: FileRec, path: str) -> bool:
-        if not rec.head_len:
-            return True
-        return _sha(_read_head(path, rec.head_len)) == rec.head_sha256
+    # -- which record each file continues ---------------------------------------------------
+    @staticmethod
+    def _head_matches(rec: FileRec, t: Target) -> bool:
+        return len(t.head) >= rec.head_len and _sha(t.head[:rec.head_len]) == rec.head_sha256
 
-    def relocate_moved(self, targets: list[Target]) -> None:
-        """A plain file renamed by log rotation (app.log -> app.log.1), both given in this
-        run: its record follows it to the new path, so it is continued, not read again."""
-        by_inode = {(t.st.st_dev, t.st.st_ino): t for t in targets if t.st is not None}
-        moves: dict[int, str] = {}
-        for rec in self.recs.values():
-            if rec.kind != "plain" or rec.inode is None:
-                continue
-            here = next((t for t in targets if t.path == rec.path), None)
-            if here is not None and (here.st.st_dev, here.st.st_ino) == (rec.device, rec.inode):
-                continue
-            t = by_inode.get((rec.device, rec.inode))
-            if t is None or t.path == rec.path:
-                continue
-            holder = self.by_path(t.path)
-            if holder is not None and (holder.device, holder.inode) == (rec.device, rec.inode):
-                continue
-            try:
-                if t.st.st_size < rec.byte_offset or not self.head_matches(rec, t.path):
+    def _same_file(self, rec: FileRec, t: Target) -> bool:
+        """``t`` is the file ``rec`` was read from, at the same path, changed only by what
+        was appended (a .gz: not changed at all)."""
+        if rec.kind != t.kind or (rec.device, rec.inode) != (t.st.st_dev, t.st.st_ino):
+            return False
+        if t.kind == "gz":
+            return rec.size == t.st.st_size and rec.mtime == _mtime(t.st) and (
+                not rec.head_len or self._head_matches(rec, t))
+        return t.st.st_size >= rec.byte_offset and (not rec.head_len or self._head_matches(rec, t))
+
+    def _continues(self, rec: FileRec, t: Target, by_inode: bool) -> bool:
+        """``t`` holds what ``rec`` read, from its first byte on (it may hold more): it is
+        the same file renamed (``by_inode``) or has the same first bytes."""
+        if rec.kind == "stdin" or (t.kind == "plain" and t.st.st_size < rec.byte_offset):
+            return False
+        if by_inode and (rec.device, rec.inode) != (t.st.st_dev, t.st.st_ino):
+            return False
+        return self._head_matches(rec, t) if rec.head_len else by_inode
+
+    def match(self, targets: list[Target]) -> dict[str, FileRec]:
+        """The record each given file continues (files without one are new); records that
+        move to another path, and records whose content is no longer where it was, are
+        saved in one transaction."""
+        files = [t for t in targets if t.path != STDIN]
+        out: dict[str, FileRec] = {}
+        for t in files:
+            rec = self.by_path(t.path)
+            if rec is not None and self._same_file(rec, t):
+                out[t.path] = rec
+        free = [r for r in self.recs.values() if r.kind != "stdin" and r not in out.values()]
+        moves: list[tuple[FileRec, Target]] = []
+        # a file renamed (same inode) first, then content found again by its fingerprint
+        # (a copy or a compressed copy), the record that read most of it first
+        for by_inode in (True, False):
+            for t in files:
+                if t.path in out:
                     continue
-            except OSError:
-                continue
-            moves[rec.file_id] = t.path
-        if not moves:
-            return
+                cands = [r for r in free if self._continues(r, t, by_inode)]
+                if cands:
+                    rec = max(cands, key=lambda r: r.byte_offset)
+                    free.remove(rec)
+                    out[t.path] = rec
+                    moves.append((rec, t))
+        given = {t.path for t in files}
+        gone = [r for r in free if r.gone_at is None and (r.path in given or not os.path.exists(r.path))]
+        if not moves and not gone:
+            return out
+        now = utcnow()
         with self.store.transaction():
-            # records displaced from a path another record moves into keep their rows
-            # under a detached name until their own file is seen again
-            for rec in self.recs.values():
-                if rec.file_id not in moves and rec.path in moves.values():
-                    rec.path = f"{rec.path} (moved away, file {rec.file_id})"
-                    self.save(rec)
-            for fid, path in moves.items():
-                old = self.recs[fid].path
-                self.recs[fid].path = path
-                self.save(self.recs[fid])
-                self.report.notes.append(f"{old}: rotated to {path}; continued there")
+            for rec, t in moves:
+                old = rec.path
+                if rec.gone_at is not None:
+                    old += " (gone)"
+                rec.path, rec.kind, rec.gone_at = t.path, t.kind, None
+                rec.device, rec.inode = t.st.st_dev, t.st.st_ino
+                self.save(rec)
+                self.report.notes.append(f"{old}: rotated to {t.path}; continued there after byte "
+                                         f"{rec.byte_offset} ({rec.lines} lines)")
+            for rec in gone:
+                rec.gone_at = now
+                self.save(rec)
+                why = (f"gone: no longer at this path (rotated away, truncated or deleted); its {rec.events} "
+                       f"rows are kept")
+                self.report.notes.append(f"{rec.path}: {why}")
+                self.coverage(f"{rec.path} (gone, file {rec.file_id})", "skipped", why)
+        return out
 
     # -- coverage -----------------------------------------------------------------------
     def coverage(self, item: str, status: str, detail: str | None) -> None:
         self.store.put_coverage(coverage_row(SOURCE, item, status, detail))
 
+    def _unchanged(self, t: Target) -> None:
+        self.report.skipped.append(f"{t.given} (unchanged)")
+        self.coverage(t.given, "skipped", "unchanged since the last read")
+
     # -- plain files and .gz --------------------------------------------------------------
-    def read_file(self, t: Target) -> None:
-        path, st = t.path, t.st
-        if _is_gzip(path):
-            return self.read_gz(t)
-        rec = self.by_path(path)
-        is_new = rec is None
-        why = None
-        if rec is not None and rec.kind != "plain":
-            why = "was a compressed file before"
-        elif rec is not None and (rec.device, rec.inode) != (st.st_dev, st.st_ino):
-            why = "rotated (another file now at this path)"
-        elif rec is not None and st.st_size < rec.byte_offset:
-            why = f"truncated (size {st.st_size} < {rec.byte_offset} bytes read before)"
-        elif rec is not None and not self.head_matches(rec, path):
-            why = "rotated (its first bytes changed)"
+    def read_file(self, t: Target, rec: FileRec | None) -> None:
+        st = t.st
         if rec is None:
-            rec = self.new_rec(path, "plain")
-        elif why:
-            rec.kind = "plain"
-            self.reset(rec, why)
+            rec = self.new_rec(t.path, "plain")
+        elif st.st_size == rec.byte_offset and (rec.device, rec.inode) == (st.st_dev, st.st_ino):
+            return self._unchanged(t)
         rec.device, rec.inode = st.st_dev, st.st_ino
-        if st.st_size == rec.byte_offset and not why and not is_new:
-            self.report.skipped.append(f"{t.given} (unchanged)")
-            self.coverage(t.given, "skipped", "unchanged since the last read")
-            return
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
+        with open(t.path, "rb") as f:
             f.seek(rec.byte_offset)
             left = self._stream(rec, f.readinto, final=False, total=max(0, st.st_size - rec.byte_offset),
-                                label=t.given, head=head, size=st.st_size, mtime=_mtime(st))
+                                label=t.given, head=t.head, size=st.st_size, mtime=_mtime(st))
         if left:
             self.report.notes.append(f"{t.given}: last line incomplete ({left} bytes), left for the next run")
         self.coverage(t.given, "ok", f"read to byte {rec.byte_offset} ({rec.lines} lines)")
 
-    def read_gz(self, t: Target) -> None:
-        path, st = t.path, t.st
-        head_c = _read_head(path, HEAD_BYTES)
-        hh = _sha(head_c)
-        rec = self.by_path(path)
-        same = (rec is not None and rec.kind == "gz" and rec.size == st.st_size
-                and (rec.device, rec.inode) == (st.st_dev, st.st_ino) and rec.head_sha256 == hh
-                and rec.mtime == _mtime(st))
-        if rec is not None and same and rec.complete:
-            self.report.skipped.append(f"{t.given} (unchanged)")
-            self.coverage(t.given, "skipped", "unchanged since the last read")
-            return
+    def read_gz(self, t: Target, rec: FileRec | None) -> None:
+        """A .gz: checked whole first, then only what the check verified is read, from the
+        record's position on (a compressed copy of a file read before goes on after it)."""
+        st = t.st
+        if rec is not None and rec.complete and self._same_file(rec, t):
+            return self._unchanged(t)
         if rec is None:
-            rec = self.new_rec(path, "gz")
-        elif not same:
-            rec.kind = "gz"
-            self.reset(rec, "changed")
+            rec = self.new_rec(t.path, "gz")
         rec.device, rec.inode = st.st_dev, st.st_ino
-        raw = open(path, "rb")
-        damaged: list[BaseException] = []
-        done = [0]
-
-        def readinto(view: memoryview) -> int:
-            """Decompressed bytes into ``view``; at a damaged spot, the end of the data
-            (remembered)."""
-            got = 0
-            while got < len(view) and not damaged:
-                try:                                # read1: keep what precedes a damaged spot
-                    b = gz.read1(len(view) - got)
-                except (EOFError, zlib.error, OSError) as exc:      # BadGzipFile is an OSError
-                    damaged.append(exc)
-                    break
-                if not b:
-                    break
-                view[got:got + len(b)] = b
-                got += len(b)
-            done[0] = raw.tell()
-            return got
-
+        verified, decoded, damage = _gz_verified(t.path)
+        raw = open(t.path, "rb")
         try:
-            gz = gzip.GzipFile(fileobj=raw, mode="rb")
-            skip = rec.byte_offset                 # resuming an interrupted read
-            while skip and not damaged:
-                n = readinto(memoryview(bytearray(min(skip, self.block_size))))
-                if not n:
-                    break
-                skip -= n
-            if not damaged:
-                self._stream(rec, readinto, final=lambda: not damaged, total=st.st_size, label=t.given, head=None,
-                             size=st.st_size, mtime=_mtime(st), progress_pos=lambda: done[0],
-                             head_override=(len(head_c), hh))
+            chunks = _gunzip(raw)
+            pending = [memoryview(b"")]
+            pos = [0]                       # uncompressed bytes taken from chunks
+
+            def readinto(view: memoryview) -> int:
+                """Verified uncompressed bytes into ``view``."""
+                got = 0
+                while got < len(view) and pos[0] < verified:
+                    if not pending[0]:
+                        pending[0] = memoryview(next(chunks)[0])
+                    k = min(len(view) - got, len(pending[0]), verified - pos[0])
+                    view[got:got + k] = pending[0][:k]
+                    pending[0] = pending[0][k:]
+                    got += k
+                    pos[0] += k
+                return got
+
+            skip = rec.byte_offset                 # what is stored already
+            while skip > 0 and pos[0] < verified:
+                skip -= readinto(memoryview(bytearray(min(skip, self.block_size))))
+            if pos[0] < verified:
+                self._stream(rec, readinto, final=damage is None, total=st.st_size, label=t.given, head=t.head,
+                             size=st.st_size, mtime=_mtime(st), progress_pos=lambda: raw.tell())
+            elif damage is None:
+                rec.complete = True
+                with self.store.transaction():
+                    self._finish_state(rec, dict(head=t.head, size=st.st_size, mtime=_mtime(st)))
         finally:
             raw.close()
-        if damaged:
-            msg = (f"damaged gzip: read to uncompressed byte {rec.byte_offset} ({rec.lines} lines stored), "
-                   f"then {str(damaged[0]) or type(damaged[0]).__name__}")
+        if damage:
+            msg = (f"damaged gzip ({damage}): stored the {verified} uncompressed bytes its check verified "
+                   f"({rec.lines} lines in all); dropped the {decoded - verified} bytes decoded after them, and "
+                   f"anything that follows")
             self.report.missing.append(f"{t.given}: {msg}")
             self.coverage(t.given, "partial", msg)
             return
@@ -485,11 +594,16 @@ class _Ingest:
                     carry = bytes(buf[start:end])
                 yield ("progress", moved())
                 continue
-            block = memoryview(buf)[start:cut]
             carry = bytes(buf[cut:end])
-            yield ("parse", block, line, off, moved())
-            off += len(block)
-            line += count_lines(block)
+            for s, e, too_long in _runs(buf, start, cut):
+                if too_long:
+                    yield ("done", _long_line(line, off), e - s, moved())
+                    off, line = off + e - s, line + 1
+                    continue
+                block = memoryview(buf)[s:e]
+                yield ("parse", block, line, off, moved())
+                off += len(block)
+                line += count_lines(block)
         final = final() if callable(final) else final
         if final and long_len:
             yield ("done", _long_line(line, off), long_len, moved())
@@ -503,7 +617,7 @@ class _Ingest:
                 label: str,
                 head: bytes | None, size: int | None, mtime: datetime | None,
                 progress_pos: Callable[[], int] | None = None,
-                head_override: tuple[int, str] | None = None) -> int:
+                ) -> int:
         """Read blocks with ``readinto`` from ``rec.byte_offset`` on, parse them in a worker
         thread (polars and DuckDB release the GIL) while this thread stores the previous
         ones, and return the bytes of an incomplete last line left unread (0 when ``final``:
@@ -518,7 +632,7 @@ class _Ingest:
         from .gatewaylog_parse import parse_block
 
         parse = partial(parse_block, vectorised=self.vectorised)
-        w = _Writer(self, rec, dict(head=head, size=size, mtime=mtime, head_override=head_override))
+        w = _Writer(self, rec, dict(head=head, size=size, mtime=mtime))
         q: queue.Queue = queue.Queue(maxsize=PARSE_WORKERS)      # futures in file order
         stop = threading.Event()
         pool = ThreadPoolExecutor(max_workers=PARSE_WORKERS, thread_name_prefix="gatewaylog-parse")
@@ -576,10 +690,8 @@ class _Ingest:
         return left
 
     def _finish_state(self, rec: FileRec, state: dict) -> None:
-        head, head_override = state["head"], state["head_override"]
-        if head_override is not None:
-            rec.head_len, rec.head_sha256 = head_override
-        elif head is not None:
+        head = state["head"]
+        if head is not None:
             n = min(len(head), rec.byte_offset, HEAD_BYTES)
             rec.head_len, rec.head_sha256 = n, (_sha(head[:n]) if n else None)
         rec.size, rec.mtime = state["size"], state["mtime"]
@@ -693,6 +805,25 @@ def _as_json(tbl):
     typ = pa.json_(col.type)
     return tbl.set_column(i, pa.field("fields", typ, nullable=False),
                           pa.chunked_array([pa.ExtensionArray.from_storage(typ, c) for c in col.chunks], typ))
+
+
+def _runs(buf: bytearray, start: int, cut: int) -> Iterator[tuple[int, int, bool]]:
+    """The whole lines ``buf[start:cut]`` as runs ``(start, end, too_long)``: each line
+    longer than MAX_LINE (its newline not counted) on its own, the others together."""
+    if cut - start <= MAX_LINE + 1:
+        yield start, cut, False
+        return
+    s = i = start
+    while i < cut:
+        nl = buf.find(b"\n", i, cut)
+        if nl - i > MAX_LINE:
+            if s < i:
+                yield s, i, False
+            yield i, nl + 1, True
+            s = nl + 1
+        i = nl + 1
+    if s < cut:
+        yield s, cut, False
 
 
 def _long_line(line_no: int, off: int):
