@@ -51,6 +51,7 @@ class Format(str, Enum):
     json = "json"
     csv = "csv"
     md = "md"
+    html = "html"
 
 
 class Severity(str, Enum):
@@ -133,6 +134,7 @@ class Output:
     fmt: str
     path: Path | None
     fail_on: str | None
+    wide: bool
 
 
 OUTPUT = Group("out", [
@@ -141,7 +143,9 @@ OUTPUT = Group("out", [
         help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout.")], None),
     _opt("fail_on", Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
         help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")], None),
-], lambda fmt, output, fail_on: Output(fmt.value, output, fail_on.value if fail_on else None))
+    _opt("wide", Annotated[bool, typer.Option("--wide",
+        help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
+], lambda fmt, output, fail_on, wide: Output(fmt.value, output, fail_on.value if fail_on else None, wide))
 
 EpochArg = Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")]
 ParticipantOpt = Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
@@ -167,6 +171,15 @@ def _collect(store, sources, epochs) -> int:
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 
 
+def command_line() -> str:
+    """The command as the user typed it, credentials masked: the md and html reports print it."""
+    import shlex
+
+    from .redact import redact_text
+
+    return redact_text(shlex.join(["auditor", *sys.argv[1:]]))
+
+
 def _analyse(epoch: int, sources, out: Output, analysis: Callable, options) -> None:
     """Collect epoch N from the given sources (unless --offline), run one analysis, render it,
     and exit: 3 when the collection or the analysis's data was incomplete, else 1 for
@@ -182,7 +195,7 @@ def _analyse(epoch: int, sources, out: Output, analysis: Callable, options) -> N
         result = analysis(store, epoch, options)
     if result.unavailable and not result.parts:
         raise SourceError(result.unavailable)
-    render.emit(result, out.fmt, out.path)
+    render.emit(result, out.fmt, out.path, render.View(wide=out.wide, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 
@@ -193,6 +206,9 @@ def _main(
         help="DuckDB file. [default: ~/.local/share/auditor/auditor.duckdb]")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or log lines on stderr.")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH",
+        help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
+             "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
 
@@ -386,6 +402,97 @@ def hedging(
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 
+report_app = typer.Typer(help="Reports for people and for cron.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
+
+
+@report_app.command("daily")
+@uses(SOURCES)
+def report_daily(
+    sources,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Write DIR/<date>/report.{json,md,html}.")],
+    day: Annotated[Optional[str], typer.Option("--date", metavar="YYYY-MM-DD",
+        help="Report the epoch in force at noon UTC of this date. [default: the latest settled epoch]")] = None,
+    epoch: Annotated[Optional[int], typer.Option("--epoch", "-e", metavar="N", min=0,
+        help="Report this epoch instead.")] = None,
+    fail_on: Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
+        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")] = None,
+    prom_textfile: Annotated[Optional[Path], typer.Option("--prom-textfile", metavar="PATH",
+        help="Also write the findings and key figures as Prometheus metrics (node_exporter textfile).")] = None,
+) -> None:
+    """Write the day's report for cron: json, md and html in DIR/<date>/, never prompting,
+    plain log lines when stderr is not a terminal, one run at a time (a lock in DIR).
+
+    \b
+    Example:
+      auditor report daily --out /srv/reports --node http://node1.gonka.ai:8000 --fail-on error \\
+          --prom-textfile /var/lib/node_exporter/auditor.prom
+      auditor report daily --out reports --offline --date 2026-09-23
+    """
+    from . import daily
+    from .analyses import epoch_report
+    from .progress import Progress
+    from .report import promfile, render
+    from .store import Store
+
+    progress = Progress(quiet=state.quiet)
+    when = daily.parse_date(day)
+    with daily.locked(out_dir), Store(_db()) as store:
+        if epoch is None and when is not None:
+            epoch = daily.epoch_at(store, when)
+        elif epoch is None and sources.nodes and not sources.offline:
+            epoch = daily.latest_settled_on_chain(sources)
+        code = 0
+        if sources.any and not sources.offline:
+            code = _collect(store, sources, [] if epoch is None else [epoch])
+        if epoch is None:
+            epoch = daily.latest_settled_in_store(store)
+        progress.log(f"report daily: epoch {epoch}")
+        result = epoch_report.run(store, epoch)
+        folder = out_dir / daily.report_day(store, epoch, when).isoformat()
+    view = render.View(command=command_line())
+    for fmt in daily.FORMATS:
+        render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
+    progress.log(f"report daily: wrote {folder}/report.{{{','.join(daily.FORMATS)}}} "
+                 f"({len(result.findings)} findings)")
+    if prom_textfile is not None:
+        promfile.write(prom_textfile, result, epoch)
+        progress.log(f"report daily: wrote {prom_textfile}")
+    raise typer.Exit(code or result.exit_code(fail_on.value if fail_on else None))
+
+
+@app.command()
+@uses(SOURCES, OUTPUT)
+def remints(
+    epoch: EpochArg,
+    sources,
+    out,
+    threshold: Annotated[int, typer.Option("--threshold", min=0, metavar="UNITS",
+        help="The gateway's minimum escrow balance (balanceMinimumThreshold): below it an escrow's "
+             "end of life is legitimate.")] = 1_000_000,
+    rotation_target: Annotated[Optional[int], typer.Option("--rotation-target", min=0, metavar="N",
+        help="Regular escrows per model the rotator keeps (target_count). [default: estimated from the "
+             "epoch-start rotation pass in the logs]")] = None,
+    peak_window: Annotated[int, typer.Option("--peak-window", min=1, metavar="MINUTES",
+        help="Window of a mint peak.")] = 60,
+) -> None:
+    """Escrow remints: every deactivation of epoch N classified spurious (one request too large
+    for a healthy escrow retired it), legitimate (low balance, high nonce, epoch rotation) or
+    unknown (with what is missing), the replacement mints per model, unexplained mint peaks,
+    and what the spurious ones cost.
+
+    \b
+    Example:
+      auditor remints 396 --node http://node1.gonka.ai:8000 --gateway-log '/var/log/gateway/*.log*'
+      auditor remints 396 --offline --format json --fail-on warn
+      auditor remints 396 --offline --threshold 2000000 --rotation-target 4 --format md
+    """
+    from .analyses import remints as rm
+
+    _analyse(epoch, sources, out, rm.run, rm.RemintOptions(
+        threshold=threshold, rotation_target=rotation_target, peak_window_minutes=peak_window))
+
+
 @app.command()
 def sql(
     query: Annotated[str, typer.Argument(help="SQL to run against the store, e.g. \"SELECT * FROM coverage\".")],
@@ -435,7 +542,7 @@ def serve(
 
 # -- entry point ----------------------------------------------------------------
 GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
-GLOBAL_VALUED = ("--db",)
+GLOBAL_VALUED = ("--db", "--config")
 
 
 def hoist_globals(argv: list[str]) -> list[str]:
@@ -459,6 +566,18 @@ def hoist_globals(argv: list[str]) -> list[str]:
     return front + rest
 
 
+def _config_defaults(command, args: list[str]) -> dict | None:
+    """The defaults of the config file (``--config PATH``, or the one found), for click."""
+    from . import config
+
+    explicit = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"), None)
+    explicit = explicit or next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
+    if explicit is None and any(a in ("-h", "--help") for a in args):
+        return None     # --help needs no file, and shows the built-in defaults
+    path = config.find(explicit)
+    return None if path is None else config.default_map(command, config.load(path), path)
+
+
 def _click_exceptions():
     try:
         from typer._click import exceptions
@@ -477,7 +596,9 @@ def main(argv: list[str] | None = None) -> None:
     state.debug = "--debug" in args[:args.index("--")] if "--" in args else "--debug" in args
     click_exc = _click_exceptions()
     try:
-        code = typer.main.get_command(app).main(args=args, prog_name="auditor", standalone_mode=False)
+        command = typer.main.get_command(app)
+        code = command.main(args=args, prog_name="auditor", standalone_mode=False,
+                            default_map=_config_defaults(command, args))
     except click_exc.UsageError as exc:
         where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
         print(f"auditor: error: {exc.format_message()}{where}", file=sys.stderr)

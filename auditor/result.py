@@ -65,6 +65,31 @@ class Table:
     narrow: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Chart:
+    """A picture of some of a result's numbers, for the html report (``report/figures.py``
+    draws them from a result's data; never in the JSON: the numbers are in the data).
+
+    - ``kind``: ``bar`` (x values are categories, one group of bars per category) or
+      ``line`` (x values are numbers or times, one polyline per series).
+    - ``series``: ``[{"name": str, "points": [[x, y], ...]}]``.
+    - ``marks``: horizontal reference lines, ``[{"name": str, "y": number}]`` (a cap, a threshold).
+    - ``events``: vertical markers on a line chart, ``[{"x": ..., "label": str, "class": str}]``.
+    """
+
+    title: str
+    kind: str
+    x_label: str
+    y_label: str
+    series: list[dict[str, Any]]
+    marks: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("bar", "line"):
+            raise ValueError(f"chart kind {self.kind!r} is not bar or line")
+
+
 SEVERITIES = ("info", "warn", "error")                 # in rising order
 SUBJECT_KINDS = ("participant", "escrow", "model", "host_pair")
 

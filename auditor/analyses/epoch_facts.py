@@ -8,13 +8,15 @@ from ..result import Result, Table
 from ..store import Store
 from .frame import Options
 
+HEIGHTS, MODELS, CPOC_EVENTS = "heights", "models", "cpoc_events"
+
 
 def heights(store: Store, epoch: int, options: Options | None = None) -> Result:
     rows = store.query("epoch_heights", epoch=epoch)
     notes = []
     if any(r["time"] is None for r in rows):
         notes.append("— = block time not collected (height not reached yet, or the node could not serve it).")
-    return _fact("heights", "Heights", rows, Table("Heights", ["name", "height", "time"], rows, notes))
+    return _fact(HEIGHTS, "Heights", rows, Table("Heights", ["name", "height", "time"], rows, notes))
 
 
 def models(store: Store, epoch: int, options: Options | None = None) -> Result:
@@ -23,7 +25,7 @@ def models(store: Store, epoch: int, options: Options | None = None) -> Result:
             "poc_slot_allocation", "preserved_target"]
     notes = ["w_m = sum of ml_nodes poc_weight (raw model units); preserved_target = "
              "trunc(poc_slot_allocation x w_m), the chain's per-model target."]
-    return _fact("models", "Models", rows, Table("Models", cols, rows, notes))
+    return _fact(MODELS, "Models", rows, Table("Models", cols, rows, notes))
 
 
 def cpoc_events(store: Store, epoch: int, options: Options | None = None) -> Result:
@@ -32,7 +34,7 @@ def cpoc_events(store: Store, epoch: int, options: Options | None = None) -> Res
             "gen_start_time", "val_end_time"]
     notes = ["Grace period [trigger, gen_start); generation [gen_start, gen_end]; validation "
              "[val_start, val_end]. Only preserved hosts serve from trigger to val_end."]
-    return _fact("cpoc_events", "Confirmation PoC events", rows, Table("Confirmation PoC events", cols, rows, notes))
+    return _fact(CPOC_EVENTS, "Confirmation PoC events", rows, Table("Confirmation PoC events", cols, rows, notes))
 
 
 def _fact(key: str, title: str, rows: list[dict], table: Table) -> Result:

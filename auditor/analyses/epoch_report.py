@@ -15,6 +15,7 @@ from ..store import Store
 from . import coverage, epoch_facts, misstest, preserved
 from . import poc_overload, targets
 from . import hedging
+from . import remints
 from .frame import Options, require_epoch
 
 Analysis = Callable[[Store, int, Options], Result]
@@ -29,6 +30,7 @@ ANALYSES: list[Analysis] = [
     poc_overload.run,
     targets.run,
     hedging.run,
+    remints.run,
 ]
 
 
@@ -43,7 +45,37 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
             cov = part.data
         else:
             data[part.key] = part.data
-    header = [("settled", "yes" if settled else "no (epoch N+1 not settled yet: numbers may change)"),
-              ("chain data complete", "yes" if complete else "no: see coverage")]
+    header = _header({p.key: p for p in parts}, settled, complete)
     return Result("epoch", f"epoch {epoch}", data, findings=ranked([f for p in parts for f in p.findings]),
                   coverage=cov, complete=all(p.complete for p in parts), header=header, parts=parts)
+
+
+def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tuple[str, str]]:
+    """The lines an operator reads first: the epoch's span, its models, its cPoC windows, and
+    what each source that was not collected leaves unknown, analysis by analysis."""
+    heights = {h["name"]: h for h in parts[epoch_facts.HEIGHTS].data}
+
+    def at(name: str) -> str:
+        h = heights.get(name)
+        return "?" if h is None else f"{h['height']:,} ({h['time'] or 'time unknown'})"
+
+    lines = [("span", f"S(N) {at('S(N)')} … S(N+1) {at('S(N+1)')}"),
+             ("settled", "yes" if settled else "no (epoch N+1 not settled yet: numbers may change)"),
+             ("chain data complete", "yes" if complete else "no: see coverage")]
+    models = parts[epoch_facts.MODELS].data
+    if models:
+        lines.append(("models", ", ".join(f"{m['model_id']} (W_m {m['w_m']:,})" if m["w_m"] is not None
+                                          else m["model_id"] for m in models)))
+    for ev in parts[epoch_facts.CPOC_EVENTS].data:
+        lines.append((f"cpoc:{ev['event_sequence']}",
+                      f"{ev['trigger_time'] or '?'} … {ev['val_end_time'] or '?'} "
+                      f"(generation {ev['gen_start_time'] or '?'} … {ev['gen_end_time'] or '?'})"))
+    per_source = parts[coverage.KEY].data
+    for source, entry in per_source.items():
+        if entry.get("collected", True):
+            continue
+        needs = [p.key for p in parts.values()
+                 if p.key != coverage.KEY and source in (p.coverage or {}).get("sources", [])]
+        lines.append((f"no {source}", f"{', '.join(needs)}: unknown, not zero" if needs
+                      else "not collected; nothing in this report relies on it alone"))
+    return lines

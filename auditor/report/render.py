@@ -1,4 +1,6 @@
-"""Render a Result as a rich table, JSON, CSV or Markdown. Formatting only: no computing."""
+"""Render a Result in every format: the dispatch, JSON, CSV, and what the text formats
+share (cells, the layout, the findings table). The terminal view is ``table.py``, Markdown
+``markdown.py``, HTML ``html.py``. Formatting only: no computing."""
 
 from __future__ import annotations
 
@@ -8,17 +10,18 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 from ..errors import UsageError
 from ..result import Finding, Result, Table, ranked, utc_text
 
 
-def _json_default(v: Any) -> Any:
+def json_default(v: Any) -> Any:
     if isinstance(v, Decimal):
         # exact: integers stay integers, fractions keep their digits
         return int(v) if v == v.to_integral_value() and abs(v) < 10**18 else format(v.normalize(), "f")
@@ -32,7 +35,7 @@ def _json_default(v: Any) -> Any:
 
 
 def to_json(data: Any) -> str:
-    return json.dumps(data, default=_json_default, indent=2, ensure_ascii=False)
+    return json.dumps(data, default=json_default, indent=2, ensure_ascii=False)
 
 
 def cell(v: Any) -> str:
@@ -52,27 +55,28 @@ def cell(v: Any) -> str:
     return str(v)
 
 
-def _numeric(t: Table, col: str) -> bool:
+def numeric(t: Table, col: str) -> bool:
     vals = [r.get(col) for r in t.rows if r.get(col) is not None]
     return bool(vals) and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in vals)
 
 
 def findings_table(findings: list[Finding]) -> Table:
     """The findings as rows: what table, markdown and csv show of them."""
-    rows = [{"severity": f.severity, "code": f.code, "subject": f"{f.subject['kind']} {f.subject['id']}",
+    rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
              "model": f.model, "summary": f.summary} for f in ranked(findings)]
-    return Table("Findings", ["severity", "code", "subject", "model", "summary"], rows)
+    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary"], rows,
+                 narrow=["kind", "model"])
 
 
 def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
     """The order every text format follows, as ``(kind, depth, item)``: the title, the
     header lines, the findings (of a composed report: all, ranked), the tables, then each
-    part's title, header and tables. kind is 'title', 'header' or 'table'."""
+    part's title, header and tables. kind is 'title', 'header', 'findings' or 'table'."""
     yield "title", 1, result.title
     if result.header:
         yield "header", 1, result.header
     if result.findings or result.parts:
-        yield "table", 2, findings_table(result.findings)
+        yield "findings", 2, ranked(result.findings)
     for t in result.tables:
         yield "table", 2, t
     for part in result.parts:
@@ -81,27 +85,6 @@ def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
             yield "header", 2, part.header
         for t in part.tables:
             yield "table", 3 if part.header else 2, t
-
-
-def to_markdown(result: Result) -> str:
-    out = io.StringIO()
-    for kind, depth, item in layout(result):
-        if kind == "title":
-            out.write(("" if depth == 1 else "\n") + f"{'#' * depth} {item}\n\n")
-        elif kind == "header":
-            out.writelines(f"- **{k}**: {v}\n" for k, v in item)
-        else:
-            out.write(f"\n{'#' * depth} {item.title}\n\n")
-            if not item.rows:
-                out.write("_none_\n")
-            else:
-                out.write("| " + " | ".join(item.columns) + " |\n")
-                out.write("|" + "|".join("---:" if _numeric(item, c) else "---" for c in item.columns) + "|\n")
-                for r in item.rows:
-                    out.write("| " + " | ".join(cell(r.get(c)).replace("|", "\\|") for c in item.columns) + " |\n")
-            for n in item.notes:
-                out.write(f"\n{n}\n")
-    return out.getvalue()
 
 
 def to_csv(table: Table) -> str:
@@ -118,51 +101,36 @@ def _csv_value(v: Any) -> Any:
     if v is None:
         return ""
     if isinstance(v, (Decimal, datetime, date)):
-        return _json_default(v)
+        return json_default(v)
     if isinstance(v, (list, tuple, dict)):
-        return json.dumps(v, default=_json_default)
+        return json.dumps(v, default=json_default)
     return v
 
 
-def print_rich(result: Result, file: Any = None) -> None:
-    """The report as aligned tables on ``file`` (stdout by default): on a terminal at its
-    width, elsewhere (a file, a pipe, cron) 250 columns wide so nothing wraps."""
-    from rich.console import Console
-    from rich.table import Table as RichTable
+@dataclass(frozen=True)
+class View:
+    """How to present a report: ``wide`` keeps every column and full addresses in the
+    terminal view; ``command`` is the command line that made it (md and html print it)."""
 
-    file = file or sys.stdout
-    terminal = file.isatty()
-    console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else 250)
-
-    for kind, depth, item in layout(result):
-        if kind == "title":
-            if depth > 1:
-                console.print()
-            console.print(f"[bold]{item}[/bold]")
-        elif kind == "header":
-            for k, v in item:
-                console.print(f"  {k}: {v}", markup=False)
-        else:
-            console.print()
-            if not item.rows:
-                console.print(f"[bold]{item.title}[/bold]: none")
-            else:
-                rt = RichTable(title=item.title, title_justify="left", title_style="bold")
-                for c in item.columns:
-                    rt.add_column(c, justify="right" if _numeric(item, c) else "left", overflow="fold")
-                for r in item.rows:
-                    rt.add_row(*(cell(r.get(c)) for c in item.columns))
-                console.print(rt)
-            for n in item.notes:
-                console.print(n, markup=False)
+    wide: bool = False
+    command: str | None = None
 
 
-def render(result: Result, fmt: str) -> str:
+FORMATS = ("table", "json", "csv", "md", "html")
+
+
+def render(result: Result, fmt: str, view: View = View()) -> str:
     """The whole report in one format, as text (the table format as for a file)."""
     if fmt == "json":
         return to_json(result.to_json()) + "\n"
     if fmt == "md":
-        return to_markdown(result)
+        from .markdown import to_markdown
+
+        return to_markdown(result, view)
+    if fmt == "html":
+        from .html import to_html
+
+        return to_html(result, view)
     if fmt == "csv":
         if result.parts:
             return to_csv(findings_table(result.findings))
@@ -170,21 +138,25 @@ def render(result: Result, fmt: str) -> str:
             raise UsageError(f"{result.title} has no table to write as CSV")
         return to_csv(result.tables[result.csv_table])
     if fmt == "table":
+        from .table import print_table
+
         out = io.StringIO()
-        print_rich(result, out)
+        print_table(result, out, view)
         return out.getvalue()
     raise UsageError(f"unknown format {fmt!r}")
 
 
-def emit(result: Result, fmt: str, output: Path | None = None) -> None:
+def emit(result: Result, fmt: str, output: Path | None = None, view: View = View()) -> None:
     """Print the report, or write it to ``output`` atomically (a temp file beside it, then
     a rename), so a reader never sees half a report."""
     if output is not None:
-        write_atomic(output, render(result, fmt))
+        write_atomic(output, render(result, fmt, view))
     elif fmt == "table":
-        print_rich(result)
+        from .table import print_table
+
+        print_table(result, sys.stdout, view)
     else:
-        sys.stdout.write(render(result, fmt))
+        sys.stdout.write(render(result, fmt, view))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -197,6 +169,9 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)       # as an ordinary file, not mkstemp's 0600
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

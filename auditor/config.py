@@ -1,0 +1,118 @@
+"""``auditor.toml``: the sources and defaults, so cron lines and shells stay short.
+
+Where: ``--config PATH``; else ``auditor.toml`` in the working directory; else
+``$XDG_CONFIG_HOME/auditor/auditor.toml`` (``~/.config/auditor/auditor.toml``).
+Flags win over environment variables, which win over the file.
+
+A top-level key is the long name of an option (``node``, ``gateway_log``, ``rate``,
+``db``, ``format``, ...: dashes or underscores) and applies to every command that has
+that option; a table named after a command (``[report.daily]``, ``[epoch]``) applies to
+that command only and wins over the top level. A repeatable option takes a list (or one
+string). An unknown key or a bad value is one clear line and exit 2.
+
+    db = "/var/lib/auditor/auditor.duckdb"
+    node = ["http://node1.gonka.ai:8000", "http://node2.gonka.ai:8000"]
+    gateway_log = ["/var/log/gateway/app.log*"]
+
+    [report.daily]
+    out = "/srv/reports"
+    fail_on = "error"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+FILE_NAME = "auditor.toml"
+
+
+def find(explicit: str | None) -> Path | None:
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise UsageError(f"--config {p}: no such file")
+        return p
+    here = Path.cwd() / FILE_NAME
+    if here.is_file():
+        return here
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    user = Path(base) / "auditor" / FILE_NAME
+    return user if user.is_file() else None
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _key(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def _params(cmd: Any) -> dict[str, Any]:
+    """A command's options by the key a file uses: the long flag without its dashes."""
+    out = {}
+    for p in getattr(cmd, "params", []):
+        flags = [o for o in getattr(p, "opts", []) if o.startswith("--")]
+        if flags and getattr(p, "param_type_name", "") == "option":
+            out[_key(max(flags, key=len)[2:])] = p
+    return out
+
+
+def _all_options(cmd: Any) -> set[str]:
+    out = set(_params(cmd))
+    for sub in getattr(cmd, "commands", {}).values():
+        out |= _all_options(sub)
+    return out
+
+
+def default_map(root: Any, config: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The click ``default_map`` of the command tree ``root`` from a parsed file. A key no
+    command has, a table no command is named after, or a bad value is a UsageError."""
+    top = {_key(k): v for k, v in config.items() if not isinstance(v, dict)}
+    known = _all_options(root)
+
+    def build(cmd: Any, own: dict[str, Any], where: str) -> dict[str, Any]:
+        params, subs = _params(cmd), getattr(cmd, "commands", {})
+        for k, v in own.items():
+            if isinstance(v, dict):
+                if k not in subs:
+                    raise UsageError(f"{path}: unknown table [{where}{k}] (no command auditor {where.replace('.', ' ')}{k})")
+            elif (_key(k) not in params) if where else (_key(k) not in known):
+                raise UsageError(f"{path}: unknown key {where}{k!s} (no option --{k.replace('_', '-')}"
+                                 + (f" in auditor {where.rstrip('.').replace('.', ' ')})" if where else ")"))
+        mine = {_key(k): v for k, v in own.items() if not isinstance(v, dict)}
+        out: dict[str, Any] = {}
+        for k, p in params.items():
+            if k in mine:
+                out[p.name] = _value(p, mine[k], path, f"{where}{k}")
+            elif k in top:
+                out[p.name] = _value(p, top[k], path, k)
+        for name, sub in subs.items():
+            out[name] = build(sub, own.get(name, {}), f"{where}{name}.")
+        return out
+
+    return build(root, config, "")
+
+
+def _value(param: Any, v: Any, path: Path, key: str) -> Any:
+    """``v`` checked against the option's type now, so a bad value names its file and key."""
+    values = [v] if not getattr(param, "multiple", False) else ([v] if isinstance(v, str) else v)
+    if not isinstance(values, list) or any(isinstance(x, (list, dict)) for x in values):
+        raise UsageError(f"{path}: {key} = {v!r}: expected " + ("a list of values" if param.multiple else "one value"))
+    for x in values:
+        try:
+            param.type(x, param, None)
+        except Exception as exc:
+            raise UsageError(f"{path}: {key} = {x!r}: {getattr(exc, 'message', None) or exc}") from None
+    return values if param.multiple else v

@@ -1,0 +1,136 @@
+"""The html report: one self-contained file. Styles and the small table-sorting script are
+inline, charts are inline SVG (``charts.py``): nothing is fetched when it is opened.
+
+Findings come first, each linking to its evidence (the numbers behind it) and to the
+section of the analysis that produced it; then one section per analysis, with its
+charts and its tables. Click a column heading to sort a table.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from ..result import Finding, Result, Table, ranked
+from . import figures
+from .charts import to_svg
+from .render import View, cell, json_default, numeric
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}h3{margin-top:1.4em}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}
+th{background:#f4f4f4;cursor:pointer;user-select:none;white-space:nowrap}
+th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.sev-error{color:#b00020;font-weight:600}.sev-warn{color:#a15c00;font-weight:600}.sev-info{color:#555}
+.note{color:#555;margin:.2em 0}.evidence{background:#fafafa;border:1px solid #eee;padding:.4em .8em;margin:.3em 0 1em}
+dl.header{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dl.header dt{font-weight:600}
+svg.chart{max-width:100%;height:auto;border:1px solid #eee;margin:.6em 0;background:#fff}
+svg .grid{stroke:#eee}svg .tick,svg .legend{font-size:10px;fill:#444}svg .axis{font-size:11px;fill:#333}
+svg .chart-title{font-size:13px;font-weight:600;fill:#222}svg .mark{stroke:#b00020;stroke-dasharray:5 3}
+svg .mark-label{font-size:10px;fill:#b00020}code{background:#f4f4f4;padding:0 .2em}
+"""
+
+# click a heading to sort its table (numbers as numbers, the em dash of unknown last)
+SCRIPT = """
+document.querySelectorAll("table.sortable th").forEach(function (th) {
+  th.addEventListener("click", function () {
+    var table = th.closest("table"), body = table.tBodies[0], i = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var asc = !th.classList.contains("sorted-asc");
+    table.querySelectorAll("th").forEach(function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
+    th.classList.add(asc ? "sorted-asc" : "sorted-desc");
+    var rows = Array.prototype.slice.call(body.rows);
+    function key(r) { var t = r.cells[i].getAttribute("data-sort"); return t === null ? r.cells[i].textContent : t; }
+    rows.sort(function (a, b) {
+      var x = key(a), y = key(b);
+      if (x === y) return 0; if (x === "") return 1; if (y === "") return -1;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (!isNaN(nx) && !isNaN(ny) && isFinite(x) && isFinite(y)) ? nx - ny : x.localeCompare(y);
+      return asc ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  });
+});
+// a link to evidence folded in a <details> opens it
+function openTarget() {
+  var el = location.hash && document.getElementById(location.hash.slice(1));
+  for (; el; el = el.parentElement) if (el.tagName === "DETAILS") el.open = true;
+}
+window.addEventListener("hashchange", openTarget); openTarget();
+"""
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")
+
+
+def _table(t: Table, section_title: str = "") -> str:
+    out = [f"<h3>{escape(t.title)}</h3>" if t.title != section_title else ""]
+    if not t.rows:
+        out.append('<p class="note">none</p>')
+    else:
+        nums = {c for c in t.columns if numeric(t, c)}
+        out.append('<table class="sortable"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in t.columns)
+                   + "</tr></thead><tbody>")
+        for r in t.rows:
+            cells = []
+            for c in t.columns:
+                v = r.get(c)
+                if c in nums:
+                    key = "" if v is None else str(v)
+                    cells.append(f'<td class="num" data-sort="{escape(key)}">{escape(cell(v))}</td>')
+                else:
+                    unknown = ' data-sort=""' if v is None else ""       # sorts last
+                    cells.append(f"<td{unknown}>{escape(cell(v))}</td>")
+            out.append("<tr>" + "".join(cells) + "</tr>")
+        out.append("</tbody></table>")
+    out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
+    return "".join(out)
+
+
+def _header(lines: list[tuple[str, str]]) -> str:
+    if not lines:
+        return ""
+    return '<dl class="header">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in lines) + "</dl>"
+
+
+def _findings(findings: list[tuple[Finding, str]]) -> str:
+    """Each finding links to its evidence block, which links to its analysis's section."""
+    if not findings:
+        return '<h2 id="findings">Findings</h2><p class="note">none</p>'
+    items, blocks = [], []
+    for i, (f, section) in enumerate(findings, 1):
+        model = f" ({escape(f.model)})" if f.model and f.model != f.subject["id"] else ""
+        items.append(f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}</code> '
+                     f'{escape(f.subject["kind"])} <code>{escape(str(f.subject["id"]))}</code>{model}: '
+                     f'{escape(f.summary)} <a href="#evidence-{i}">evidence</a></li>')
+        evidence = json.dumps(f.evidence, default=json_default, indent=1, ensure_ascii=False)
+        blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
+                      f'<a href="#{section}">the {escape(section.removeprefix("section-"))} section</a>'
+                      f"<pre>{escape(evidence)}</pre></div>")
+    return ('<h2 id="findings">Findings</h2><ol>' + "".join(items) + "</ol>"
+            + '<details><summary>Evidence behind each finding</summary>' + "".join(blocks) + "</details>")
+
+
+def _section(r: Result) -> str:
+    out = [f'<section id="section-{_slug(r.key)}"><h2>{escape(r.title)}</h2>', _header(r.header)]
+    out += [to_svg(c) for c in figures.charts(r)]
+    out += [_table(t, r.title) for t in r.tables]
+    out.append("</section>")
+    return "".join(out)
+
+
+def to_html(result: Result, view: View = View()) -> str:
+    parts = result.parts or [result]
+    owner = {id(f): f"section-{_slug(p.key)}" for p in parts for f in p.findings}
+    findings = [(f, owner.get(id(f), f"section-{_slug(result.key)}")) for f in ranked(result.findings)]
+    body = [f"<h1>{escape(result.title)}</h1>", _header(result.header) if result.parts else "",
+            _findings(findings)]
+    body += [_section(p) for p in parts]
+    if view.command:
+        body.append(f'<p class="note">Made by <code>{escape(view.command)}</code>.</p>')
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(result.title)}</title>"
+            f"<style>{STYLE}</style></head><body>" + "".join(body) + f"<script>{SCRIPT}</script></body></html>\n")

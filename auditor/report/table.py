@@ -1,0 +1,102 @@
+"""The terminal view: aligned tables that fit the terminal.
+
+On a terminal the tables take its width; into a file or a pipe (cron) they are 250
+columns wide so nothing wraps. Unless ``--wide``, the view is made to fit: addresses are
+shortened to the form the gateway's logs use (``gonka1…x7m3qk5d``), the low-value
+columns a table names in ``Table.narrow`` are dropped, column names wrap between words
+(``poc slot allocation``) and ids never wrap at all. json, csv and md keep everything.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from typing import Any
+
+from ..result import Result
+from .render import View, cell, findings_table, layout, numeric
+
+ADDRESS = re.compile(r"\bgonka1[02-9ac-hj-np-z]{38}\b")
+FILE_WIDTH = 250
+
+
+def short_addresses(text: str) -> str:
+    """``gonka1`` + the last 8 characters, as the gateway's logs print a host."""
+    return ADDRESS.sub(lambda m: f"gonka1…{m.group(0)[-8:]}", text)
+
+
+def _prose(texts: list[str]) -> bool:
+    """A column of sentences (reasons, summaries): the one kind allowed to wrap."""
+    return any(x.count(" ") >= 3 and len(x) > 24 for x in texts)
+
+
+def _label(column: str) -> str:
+    return column.replace("_", " ")
+
+
+def _need(c: str, texts: list[str], prose: bool) -> int:
+    """How wide column ``c`` must be for no word to break: an id or number column its
+    longest cell, a heading its longest word, a prose column ``PROSE_MIN``."""
+    word = max(len(w) for w in _label(c).split())
+    return max(word, PROSE_MIN) if prose else max([word, *map(len, texts)])
+
+
+def _fitting(columns: list[str], need: dict[str, int], width: int) -> list[str]:
+    """The columns, in order, that fit in ``width`` (each takes 3 more for padding and border)."""
+    kept, used = [], 1
+    for c in columns:
+        if used + need[c] + 3 <= width:
+            kept.append(c)
+            used += need[c] + 3
+    return kept
+
+
+PROSE_MIN = 20
+
+
+def print_table(result: Result, file: Any = None, view: View = View()) -> None:
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    file = file or sys.stdout
+    terminal = file.isatty()
+    console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else FILE_WIDTH)
+    fit = (lambda s: s) if view.wide else short_addresses
+
+    for kind, depth, item in layout(result):
+        if kind == "title":
+            if depth > 1:
+                console.print()
+            console.print(f"[bold]{fit(item)}[/bold]")
+        elif kind == "header":
+            for k, v in item:
+                console.print(f"  {k}: {fit(v)}", markup=False)
+        else:
+            if kind == "findings":
+                item = findings_table(item)
+            console.print()
+            if not item.rows:
+                console.print(f"[bold]{fit(item.title)}[/bold]: none")
+            else:
+                texts = {c: [fit(cell(r.get(c))) for r in item.rows] for c in item.columns}
+                prose = {c: _prose(texts[c]) for c in item.columns}
+                need = {c: _need(c, texts[c], prose[c]) for c in item.columns}
+                columns = item.columns if view.wide else _fitting(
+                    [c for c in item.columns if c not in item.narrow], need, console.width)
+                rt = RichTable(title=fit(item.title), title_justify="left", title_style="bold")
+                for c in columns:
+                    # the heading wraps between its words, never inside one; the cells of an
+                    # id or number column do not wrap at all
+                    rt.add_column(textwrap.fill(_label(c), need[c]), justify="right" if numeric(item, c) else "left",
+                                  no_wrap=not prose[c], overflow="fold",
+                                  min_width=PROSE_MIN if prose[c] else None)
+                for i in range(len(item.rows)):
+                    rt.add_row(*(texts[c][i] for c in columns))
+                console.print(rt)
+                dropped = [c for c in item.columns if c not in columns]
+                if dropped:
+                    console.print(f"(not shown at this width: {', '.join(dropped)}; --wide or --format json has them)",
+                                  markup=False)
+            for n in item.notes:
+                console.print(fit(n), markup=False)
