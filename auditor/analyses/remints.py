@@ -1,0 +1,676 @@
+"""Escrow remints: every escrow deactivation of epoch N explained, and the mints it cost.
+
+Issue #1799 / #1800: before gateway v4.1.2 one request whose reservation
+``(input bytes + max_tokens) x token_price`` exceeded an escrow's balance made the gateway
+retire the escrow and mint a replacement, although the balance was healthy for ordinary
+requests. This analysis reconstructs each escrow's life from the logs, the chain records
+(``chain_escrows``) and accounting, and classifies each deactivation:
+
+* ``legitimate``: the gateway's periodic check found the balance below its minimum threshold
+  (``escrow_balance_low``, reason ``low_balance``) or the nonce at its limit
+  (``escrow_nonce_high``, ``high_nonce``); the rotator retired it (epoch rotation); a v4.1.2+
+  hold ended it; or a request-triggered exhaustion of an escrow whose balance was below the
+  threshold (a real end of life).
+* ``spurious``: a request-triggered exhaustion (``runner_prepare_failed`` "insufficient
+  escrow balance", then ``escrow_balance_exhausted``) of an escrow whose balance was above the
+  threshold, or, with no balance known, that had just served ordinary requests.
+* ``unknown``: the evidence does not decide; ``missing`` says what is not there.
+
+The balance is never on chain (only the deposit ``amount``). Its estimate, in order: a balance
+the gateway logged (``escrow_balance_low``) minus what was reserved since; else the deposit minus
+the most the requests seen since the mint can have cost (each attempt reserves
+``(input bytes + max_tokens) x token_price`` and is charged at most that; a request's
+max_tokens is not logged, so the cap 4,096 is assumed: a lower bound on the balance), when the
+logs cover the escrow's whole life; the deposit itself is an upper bound. The accounting API
+serves no balance or cost (gateway-accounting.md), so it dates and attributes escrows only.
+
+Mints per model are split by cause (the epoch-start rotation up to the rotation target;
+replacements, by the classification of what they replaced; reconciliation mints that follow
+a legitimate deactivation with no replacement line; and the unexplained rest). A ``mint_peak``
+is a window of ``peak_window_minutes`` in which the mints that the rotation target and the
+legitimate deactivations do not explain number at least ``peak_min``.
+
+SQL: ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_mints.sql``,
+``remints_log_spans.sql``. Findings: ``spurious_remint`` (warn, subject the escrow) and
+``mint_peak`` (warn, subject the model).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from ..result import Finding, Result, Table
+from ..store import Store
+from .frame import Options
+
+KEY, TITLE = "remints", "Escrow remints"
+
+DEFAULT_THRESHOLD = 1_000_000      # balanceMinimumThreshold (gateway.go)
+DEFAULT_MAX_TOKENS = 3072          # DefaultRequestMaxTokens / GATEWAY_DEFAULT_MAX_TOKENS
+MAX_TOKENS_CAP = 4096              # RequestMaxTokensCap / GATEWAY_MAX_TOKENS_CAP (non-admin callers)
+TRIGGER_WINDOW = timedelta(seconds=5)    # failure -> exhaustion callback: milliseconds in practice
+ROTATION_PASS_GAP = timedelta(seconds=60)  # mints of one rotator pass follow each other within this
+EDGE = timedelta(seconds=60)       # evidence this close to a log's start may lie before it
+
+
+@dataclass(frozen=True)
+class RemintOptions(Options):
+    threshold: int = DEFAULT_THRESHOLD
+    rotation_target: int | None = None      # None: estimated from the epoch-start pass
+    peak_window_minutes: int = 60
+    peak_min: int = 3
+    recent_minutes: int = 10                # "had just served ordinary requests"
+
+
+# -- small helpers -------------------------------------------------------------------------
+def _utc(t: datetime | None) -> datetime | None:
+    return None if t is None else t.astimezone(timezone.utc)
+
+
+def iso(t: datetime | None) -> str | None:
+    return None if t is None else _utc(t).isoformat().replace("+00:00", "Z")
+
+
+def _ms(a: datetime | None, b: datetime | None) -> int | None:
+    return None if a is None or b is None else round((b - a).total_seconds() * 1000)
+
+
+def reservation(input_bytes: int | None, max_tokens: int | None, token_price: int | None) -> int | None:
+    """``(input bytes + max_tokens) x token_price`` (devshard/state/machine.go tokenCost); None if
+    any input is unknown."""
+    if input_bytes is None or max_tokens is None or token_price is None:
+        return None
+    return (int(input_bytes) + int(max_tokens)) * int(token_price)
+
+
+@dataclass
+class Spans:
+    """The stretches of time the logs read cover, and the epoch the gateway named over time."""
+
+    spans: list[dict[str, Any]]
+    marks: list[tuple[datetime, int]]
+    gates: list[tuple[datetime, int, str]]     # phase-gate lines: time, epoch, reason
+
+    @classmethod
+    def load(cls, store: Store) -> "Spans":
+        rows = store.query("remints_log_spans")
+        spans = sorted(({**r, "first_ts": _utc(r["first_ts"]), "last_ts": _utc(r["last_ts"])}
+                        for r in rows if r["kind"] == "span"), key=lambda r: r["first_ts"])
+        marks = sorted((_utc(r["first_ts"]), int(r["epoch"])) for r in rows if r["kind"] == "epoch")
+        gates = sorted((_utc(r["first_ts"]), int(r["epoch"]), r["path"][len("phase_gate "):])
+                       for r in rows if r["kind"] == "epoch" and r["path"].startswith("phase_gate"))
+        return cls(spans, marks, gates)
+
+    def saw_epoch_start(self, epoch: int, before: datetime) -> bool:
+        """Whether the logs show the gateway at the start of ``epoch`` before ``before``: a
+        phase-gate line of the epoch before, or of this epoch's own PoC."""
+        return any(t < before and (e == epoch - 1 or (e == epoch and reason == "poc")) for t, e, reason in self.gates)
+
+    def epoch_at(self, t: datetime | None) -> int | None:
+        if t is None:
+            return None
+        i = bisect.bisect_right([m[0] for m in self.marks], t)
+        return self.marks[i - 1][1] if i else None
+
+    def covered(self, a: datetime, b: datetime) -> bool:
+        """Whether the logs cover [a, b] without a gap."""
+        t = a
+        for s in self.spans:
+            if s["first_ts"] > t + EDGE:
+                break
+            t = max(t, s["last_ts"])
+        return t + EDGE >= b if self.spans else False
+
+    def gap_before(self, t: datetime) -> str | None:
+        """When ``t`` is near the start of a log (within a minute) or outside every log: what the
+        logs read do not cover just before it."""
+        inside = [s for s in self.spans if s["first_ts"] - EDGE <= t <= s["last_ts"] + EDGE]
+        if inside and all(t - s["first_ts"] > EDGE for s in inside):
+            return None
+        start = min((s["first_ts"] for s in inside), default=t)
+        before = [s for s in self.spans if s["last_ts"] < start]
+        if not before:
+            return (f"the logs read begin at {iso(start)}"
+                    + (f" ({inside[0]['path']})" if inside else "") + ": nothing before is covered")
+        prev = max(before, key=lambda s: s["last_ts"])
+        return (f"no log read covers {iso(prev['last_ts'])} to {iso(start)} (the log {prev['path']} ends, "
+                + (f"{inside[0]['path']} begins" if inside else "the next begins") + ")")
+
+
+class Uses:
+    """The requests of each escrow, with the most each can have cost (every attempt reserves
+    ``(input bytes + max_tokens) x token_price``; max_tokens not logged counts as the cap)."""
+
+    def __init__(self, requests: list[dict[str, Any]]) -> None:
+        self.by_escrow: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for r in requests:
+            r["ts"] = _utc(r["ts"])
+            r["failed_at"] = _utc(r["failed_at"])
+            self.by_escrow[int(r["escrow"])].append(r)
+        for rows in self.by_escrow.values():
+            rows.sort(key=lambda r: r["ts"])
+
+    def before(self, escrow: int, t: datetime, since: datetime | None = None) -> list[dict[str, Any]]:
+        return [r for r in self.by_escrow.get(escrow, ()) if r["ts"] < t and (since is None or r["ts"] >= since)]
+
+    @staticmethod
+    def max_cost(r: dict[str, Any], price: int | None) -> int | None:
+        if r["insufficient_balance"]:
+            return 0  # the reservation was refused: nothing was reserved
+        per = reservation(r["input_bytes"], r["max_tokens_logged"] or MAX_TOKENS_CAP, price)
+        return None if per is None else per * max(int(r["attempts"] or 0), 1)
+
+
+# -- the balance of an escrow at a moment -------------------------------------------------------
+def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> dict[str, Any]:
+    """Best estimate of the balance just before ``t``: ``{estimate, lower, upper, source}``
+    (None where unknown), and why a better one is not available (``limits``)."""
+    eid, price, amount = life["escrow"], life["token_price"], life["amount"]
+    limits: list[str] = []
+    upper = int(amount) if amount is not None else None
+    logged_at = _utc(life["low_at"])
+    if logged_at is not None and logged_at <= t and life["low_balance"] is not None:
+        since = [r for r in uses.before(eid, t, since=logged_at) if not r["insufficient_balance"]]
+        costs = [uses.max_cost(r, price) for r in since]
+        logged = int(life["low_balance"])
+        if None not in costs:
+            lower = max(0, logged - sum(costs))
+            return {"estimate": lower, "lower": lower, "upper": logged,
+                    "source": f"the balance the gateway logged (escrow_balance_low {logged:,} at {iso(logged_at)}) "
+                              f"minus the most the {len(since)} request(s) since can have cost",
+                    "limits": limits}
+        limits.append("requests after the logged balance lack their input bytes or the token price")
+    if amount is None:
+        limits.append("no chain record of the escrow (its deposit and token price are unknown)"
+                      if not life["chain_found"] else "the chain record has no amount")
+    elif price is None:
+        limits.append("the token price is unknown")
+    else:
+        born = _utc(life["minted_at"])
+        if born is None:
+            limits.append("its mint is not in the logs read, so its use before them is unknown")
+        elif not spans.covered(born, t):
+            limits.append(f"the logs read do not cover its whole life from its mint at {iso(born)} to {iso(t)}")
+        else:
+            used = [r for r in uses.before(eid, t) if not r["insufficient_balance"]]
+            costs = [uses.max_cost(r, price) for r in used]
+            if None in costs:
+                limits.append("some of its requests lack their input bytes")
+            else:
+                spent = sum(costs)
+                lower = max(0, int(amount) - spent)
+                return {"estimate": lower, "lower": lower, "upper": upper,
+                        "source": (f"chain amount {int(amount):,} minus the most its {len(used)} request(s) "
+                                   f"since the mint at {iso(born)} can have cost ({spent:,}: per attempt "
+                                   f"(input bytes + max_tokens, {MAX_TOKENS_CAP:,} where not logged) x token "
+                                   f"price {int(price):,}); a lower bound: actual costs are not logged"),
+                        "limits": limits}
+    return {"estimate": None, "lower": None, "upper": upper,
+            "source": ("unknown; at most the chain deposit " + f"{upper:,}" if upper is not None else "unknown"),
+            "limits": limits}
+
+
+# -- one deactivation -------------------------------------------------------------------------
+def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
+    """The first end-of-life trigger logged for the escrow, and its time."""
+    cands = []
+    for kind, col in (("rotation", "rotation_retired_at"), ("high_nonce", "nonce_high_at"),
+                      ("low_balance", "low_at"), ("hold", "hold_end_at"), ("request", "exhausted_at"),
+                      ("request", "replacing_at")):
+        if life[col] is not None:
+            cands.append((_utc(life[col]), kind))
+    ends = [life[c] for c in ("deactivated_at", "devshard_deactivated_at", "retired_at", "replaced_at")
+            if life[c] is not None]
+    if not cands and not ends:
+        return None
+    if cands:
+        t, kind = min(cands)
+        return kind, t
+    reason = (life["deactivation_reason"] or life["replacement_reason"] or life["devshard_deactivated_reason"]
+              or life["retired_reason"] or "")
+    kind = {"low_balance": "low_balance", "high_nonce": "high_nonce", "hold_expired": "hold"}.get(reason)
+    if kind is None and ("exhausted" in reason):
+        kind = "request"
+    if kind is None and "rotation" in reason:
+        kind = "rotation"
+    return kind or "other", _utc(min(ends))
+
+
+def _reason(life: dict[str, Any]) -> str | None:
+    return (life["deactivation_reason"] or life["replacement_reason"] or life["devshard_deactivated_reason"]
+            or life["retired_reason"] or (life["rotation_retired_line"] and "rotation retirement"))
+
+
+def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions,
+             lives: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """The deactivation of one escrow, classified with its evidence; None if it has none."""
+    end = _end_of_life(life)
+    if end is None:
+        return None
+    kind, t = end
+    deact_at = _utc(life["deactivated_at"] or life["devshard_deactivated_at"] or life["retired_at"])
+    d: dict[str, Any] = {
+        "escrow": life["escrow"], "model": life["model"], "creation_epoch": life["creation_epoch"],
+        "classification": "unknown", "trigger": kind, "reason": _reason(life), "at": iso(t),
+        "deactivated_at": iso(deact_at), "replacement_escrow": life["replacement_escrow"],
+        "replaced_at": iso(life["replaced_at"]), "replacement_reason": life["replacement_reason"],
+        "settlement_due": life["settlement_due"], "balance_estimate": None, "balance_source": None,
+        "request": None, "timing_ms": None, "missing": [], "evidence": {}, "counterfactual": None,
+    }
+    ev = d["evidence"]
+    ev["chain"] = ({"amount": life["amount"], "token_price": life["token_price"], "settled": life["chain_settled"],
+                    "creation_epoch": life["creation_epoch"]} if life["chain_found"]
+                   else "not found on chain (never existed or pruned)" if life["chain_probed"]
+                   else "not collected (auditor collect --node URL probes devshard_escrow/{id})")
+    ev["minted_at"] = iso(life["minted_at"])
+    ev["served_requests"] = len(uses.by_escrow.get(life["escrow"], ()))
+    if kind == "rotation":
+        d["classification"] = "legitimate"
+        ev["rotation"] = {"at": iso(life["rotation_retired_at"]), "line": life["rotation_retired_line"]}
+        d["summary"] = f"retired by the escrow rotator at {iso(life['rotation_retired_at'] or t)} (epoch rotation)"
+    elif kind == "high_nonce":
+        d["classification"] = "legitimate"
+        ev["nonce_check"] = {"at": iso(life["nonce_high_at"]), "nonce": life["nonce_high"],
+                             "limit": life["nonce_limit"], "accounting_latest_nonce": life["acct_latest_nonce"]}
+        d["summary"] = ("high nonce by the periodic check: nonce "
+                        + (f"{life['nonce_high']:,} >= limit {life['nonce_limit']:,}" if life["nonce_high"] is not None
+                           else "limit reached (reason high_nonce logged)"))
+    elif kind == "low_balance":
+        d["classification"] = "legitimate"
+        ev["balance_check"] = {"at": iso(life["low_at"]), "balance": life["low_balance"],
+                               "threshold": life["low_threshold"]}
+        if life["low_balance"] is not None:
+            d["balance_estimate"] = int(life["low_balance"])
+            d["balance_source"] = f"logged by the periodic check (escrow_balance_low at {iso(life['low_at'])})"
+            d["summary"] = (f"low balance by the periodic check: {int(life['low_balance']):,} < threshold "
+                            f"{int(life['low_threshold'] or opts.threshold):,}")
+        else:
+            d["summary"] = "low balance by the periodic check (reason low_balance logged)"
+    elif kind == "hold":
+        d["classification"] = "legitimate"
+        ev["hold"] = {"at": iso(life["hold_end_at"]), "event": life["hold_end_event"]}
+        d["summary"] = f"an escrow hold ended it ({life['hold_end_event']}, gateway v4.1.2+)"
+    elif kind == "request":
+        _request_path(d, life, t, uses, spans, opts, lives)
+    else:
+        d["missing"].append(f"the deactivation reason {d['reason']!r} is not one this analysis knows")
+        d["summary"] = f"deactivated ({d['reason']}); the cause is not decided by the evidence"
+    if d["classification"] != "unknown":
+        d["missing"] = []
+    return d
+
+
+def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Uses, spans: Spans,
+                  opts: RemintOptions, lives: dict[int, dict[str, Any]]) -> None:
+    """A request-triggered exhaustion: find the request, its reservation, the balance."""
+    eid = life["escrow"]
+    exhausted = _utc(life["exhausted_at"] or life["replacing_at"] or life["deactivated_at"]
+                     or life["devshard_deactivated_at"])
+    fails = [r for r in uses.by_escrow.get(eid, ()) if r["insufficient_balance"] and r["failed_at"] is not None
+             and exhausted - TRIGGER_WINDOW <= r["failed_at"] <= exhausted + timedelta(milliseconds=1)]
+    ev = d["evidence"]
+    ev["exhaustion"] = {"escrow_balance_exhausted": iso(life["exhausted_at"]),
+                        "gateway_replacing_exhausted_escrow": iso(life["replacing_at"]),
+                        "deactivated": iso(life["deactivated_at"] or life["devshard_deactivated_at"])}
+    if not fails:
+        first = min(x for x in (_utc(life["exhausted_at"]), _utc(life["replacing_at"]), _utc(life["deactivated_at"]),
+                                _utc(life["devshard_deactivated_at"]), _utc(life["replaced_at"])) if x is not None)
+        gap = spans.gap_before(first)
+        missing = d["missing"]
+        absent = [name for name, col in (("runner_prepare_failed (the request that could not be reserved)", None),
+                                         ("escrow_balance_exhausted", "exhausted_at"),
+                                         ("escrow_depletion_deactivated", "deactivated_at")) if col is None or
+                  life[col] is None]
+        missing.append("not in the logs read: " + ", ".join(absent)
+                       + (f"; {gap}, where they would be" if gap else ""))
+        missing.append("the triggering request, so its input bytes and reservation")
+        last = [r for r in uses.by_escrow.get(eid, ()) if r["ts"] < first]
+        if last:
+            missing.append(f"the escrow's use after its last logged request at {iso(last[-1]['ts'])}")
+        bal = balance_at(life, first, uses, spans)
+        d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
+        if bal["estimate"] is None:
+            missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged"))
+        d["summary"] = (f"replaced with reason {d['reason']!r} at {iso(first)}, but the request-path evidence "
+                        "is not in the logs read")
+        return
+    f = fails[-1]
+    price = life["token_price"]
+    max_tokens = f["max_tokens_logged"] or DEFAULT_MAX_TOKENS
+    res = reservation(f["input_bytes"], max_tokens, price)
+    d["request"] = {"request": f["request"], "at": iso(f["failed_at"]), "input_bytes": f["input_bytes"],
+                    "max_tokens": max_tokens,
+                    "max_tokens_source": ("logged" if f["max_tokens_logged"] else
+                                          f"not logged: the gateway default {DEFAULT_MAX_TOKENS:,} "
+                                          "(GATEWAY_DEFAULT_MAX_TOKENS) applies when the request gave none"),
+                    "token_price": price, "reservation": res,
+                    "reservation_formula": "(input bytes + max_tokens) x token_price"}
+    d["timing_ms"] = {"failure_to_exhausted": _ms(f["failed_at"], _utc(life["exhausted_at"])),
+                      "failure_to_deactivation": _ms(f["failed_at"], _utc(life["deactivated_at"]
+                                                                          or life["devshard_deactivated_at"])),
+                      "failure_to_replacement": _ms(f["failed_at"], _utc(life["replaced_at"]))}
+    bal = balance_at(life, f["failed_at"], uses, spans)
+    d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
+    d["evidence"]["balance"] = {"lower_bound": bal["lower"], "upper_bound": bal["upper"], "threshold": opts.threshold}
+    recent = [r for r in uses.before(eid, f["failed_at"], since=f["failed_at"] - timedelta(minutes=opts.recent_minutes))
+              if r["outcome"] == "succeeded"]
+    d["evidence"]["recent_ordinary_requests"] = len(recent)
+    thr = opts.threshold
+    missing = d["missing"]
+    if res is None:
+        missing.append("the reservation: " + ("the request's input bytes are not logged" if f["input_bytes"] is None
+                                              else "the escrow's token price (no chain record)"))
+    if bal["lower"] is not None and res is not None and res <= bal["lower"]:
+        missing.append(f"an account of the balance: the reservation {res:,} does not exceed the balance the logs "
+                       f"account for ({bal['lower']:,}); requests in flight or costs the logs do not show")
+        d["summary"] = "request-triggered exhaustion the logged balance does not explain"
+        return
+    if bal["lower"] is not None and bal["lower"] >= thr:
+        d["classification"] = "spurious"
+        why = f"its balance was at least {bal['lower']:,}, above the {thr:,} threshold"
+    elif bal["upper"] is not None and bal["upper"] < thr:
+        d["classification"] = "legitimate"
+        why = f"its balance was at most {bal['upper']:,}, below the {thr:,} threshold: a real end of life"
+    elif bal["estimate"] is not None:
+        d["classification"] = "legitimate"
+        why = (f"its estimated balance {bal['estimate']:,} was below the {thr:,} threshold "
+               f"(a lower bound; at most {bal['upper']:,})" if bal["upper"] is not None else "")
+    elif recent:
+        d["classification"] = "spurious"
+        why = (f"it had just served {len(recent)} ordinary request(s) in the {opts.recent_minutes} min before "
+               f"(last at {iso(recent[-1]['ts'])}); its balance is unknown")
+    else:
+        missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged")
+                       + f"; and no ordinary request served in the {opts.recent_minutes} min before")
+        d["summary"] = "request-triggered exhaustion; the balance at the failure is unknown"
+        return
+    shown = f"{res:,}" if res is not None else "unknown"
+    d["summary"] = (f"request {f['request']} ({f['input_bytes']:,} input bytes, max_tokens {max_tokens:,}) could "
+                    f"not reserve {shown}; {why}")
+    if d["classification"] == "spurious":
+        d["counterfactual"] = _affordable(life, f, max_tokens, uses, spans, lives)
+
+
+def _affordable(life: dict[str, Any], f: dict[str, Any], max_tokens: int, uses: Uses, spans: Spans,
+                lives: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """What affordability-aware routing would have done with the request at its time."""
+    t = f["failed_at"]
+    can, unknown = [], []
+    for other in lives.values():
+        if other["escrow"] == life["escrow"] or other["model"] != life["model"]:
+            continue
+        born = _utc(other["minted_at"] or other["first_seen"])
+        end = _end_of_life(other)
+        if born is None or born > t or (end is not None and end[1] <= t):
+            continue
+        need = reservation(f["input_bytes"], max_tokens, other["token_price"])
+        bal = balance_at(other, t, uses, spans)
+        if need is not None and bal["lower"] is not None and bal["lower"] >= need:
+            can.append({"escrow": other["escrow"], "balance_at_least": bal["lower"], "reservation": need})
+        elif need is None or bal["lower"] is None:
+            unknown.append(other["escrow"])
+    if can:
+        best = max(can, key=lambda c: c["balance_at_least"])
+        return {"action": "route", "escrow": best["escrow"], "candidates": can, "unknown": unknown,
+                "text": (f"send the request to escrow {best['escrow']} of the same model (balance at least "
+                         f"{best['balance_at_least']:,} >= its reservation {best['reservation']:,}); "
+                         f"escrow {life['escrow']} stays active")}
+    if unknown:
+        return {"action": "unknown", "escrow": None, "candidates": [], "unknown": unknown,
+                "text": (f"escrows {', '.join(map(str, unknown))} of the model were active; whether one could "
+                         "afford the request is unknown; otherwise refuse it with a clear error and keep "
+                         f"escrow {life['escrow']} active")}
+    return {"action": "refuse", "escrow": None, "candidates": [], "unknown": [],
+            "text": (f"no active escrow of the model could afford it: refuse the request with a clear error "
+                     f"(503, Retry-After) and keep escrow {life['escrow']} active")}
+
+
+# -- mints -----------------------------------------------------------------------------------
+def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: Spans,
+           opts: RemintOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Mints of ``epoch`` per model, each with its cause; and the mint peaks."""
+    rows = [{**m, "ts": _utc(m["ts"])} for m in store.query("remints_mints")]
+    rows = [m for m in rows if m["epoch"] == epoch and m["ts"] is not None]
+    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for m in rows:
+        by_model[m["model"] or "?"].append(m)
+    models_out, peaks = [], []
+    for model, ms in sorted(by_model.items()):
+        ms.sort(key=lambda m: m["ts"])
+        lone = [m for m in ms if m["replaces_escrow"] is None and m["role"] == "regular"]
+        target, target_src = opts.rotation_target, "given (--rotation-target)"
+        first_pass: list[dict[str, Any]] = []
+        if lone:
+            first_pass = [lone[0]]
+            for m in lone[1:]:
+                if m["ts"] - first_pass[-1]["ts"] > ROTATION_PASS_GAP:
+                    break
+                first_pass.append(m)
+        if target is None:
+            if lone and spans.saw_epoch_start(epoch, lone[0]["ts"]):
+                target = len(first_pass)
+                target_src = (f"estimated: the rotator's epoch-start pass, {len(first_pass)} regular mint(s) from "
+                              f"{iso(first_pass[0]['ts'])}, each within {int(ROTATION_PASS_GAP.total_seconds())} s "
+                              "of the last")
+            else:
+                target_src = ("unknown: the logs read do not show the start of the epoch (no phase-gate line of "
+                              "its PoC or of the epoch before), so not its rotation pass (give --rotation-target N)")
+        legit_pending: list[datetime] = []   # legitimate deactivations with no replacement line
+        for d in deacts.values():
+            if d["model"] == model and d["classification"] == "legitimate" and d["replacement_escrow"] is None \
+                    and d["trigger"] != "rotation" and d["deactivated_at"]:
+                legit_pending.append(datetime.fromisoformat(d["deactivated_at"].replace("Z", "+00:00")))
+        legit_pending.sort()
+        rotation_left = target or 0
+        for m in ms:
+            old = m["replaces_escrow"]
+            if old is not None:
+                cls = deacts.get(old, {}).get("classification", "unknown")
+                m["cause"] = f"replacement_{cls}"
+            elif m["role"] == "temp":
+                m["cause"] = "rotation"
+            elif target is not None and m in first_pass and rotation_left > 0:
+                m["cause"], rotation_left = "rotation", rotation_left - 1
+            elif legit_pending and legit_pending[0] <= m["ts"]:
+                legit_pending.pop(0)
+                m["cause"] = "reconciliation_legitimate"
+            elif target is None:
+                m["cause"] = "rotation_or_unexplained"
+            else:
+                m["cause"] = "unexplained"
+        causes: dict[str, int] = defaultdict(int)
+        hours: dict[str, dict[str, Any]] = {}
+        for m in ms:
+            causes[m["cause"]] += 1
+            h = m["ts"].replace(minute=0, second=0, microsecond=0)
+            slot = hours.setdefault(iso(h), {"hour": iso(h), "mints": 0, "by_cause": defaultdict(int)})
+            slot["mints"] += 1
+            slot["by_cause"][m["cause"]] += 1
+        models_out.append({
+            "model": model, "mints": len(ms), "by_cause": dict(causes),
+            "rotation_target": target, "rotation_target_source": target_src,
+            "by_hour": [{**v, "by_cause": dict(v["by_cause"])} for v in hours.values()],
+            "events": [{"escrow": m["escrow"], "at": iso(m["ts"]), "role": m["role"], "cause": m["cause"],
+                        "replaces": m["replaces_escrow"], "replacement_reason": m["replacement_reason"],
+                        "tx_hash": m["tx_hash"], "amount": m["amount"]} for m in ms],
+        })
+        if target is not None:
+            peaks.extend(_peaks(model, ms, opts))
+    return models_out, peaks
+
+
+EXPLAINED = ("rotation", "replacement_legitimate", "reconciliation_legitimate")
+
+
+def _peaks(model: str, ms: list[dict[str, Any]], opts: RemintOptions) -> list[dict[str, Any]]:
+    """Windows of ``peak_window_minutes`` with at least ``peak_min`` mints the explained causes do
+    not cover; greedy, the window with the largest rest first, windows never overlap."""
+    w = timedelta(minutes=opts.peak_window_minutes)
+    out: list[dict[str, Any]] = []
+    todo = list(ms)
+    while todo:
+        best = None
+        for i, m in enumerate(todo):
+            inside = [x for x in todo[i:] if x["ts"] - m["ts"] <= w]
+            rest = sum(1 for x in inside if x["cause"] not in EXPLAINED)
+            if best is None or rest > best[0]:
+                best = (rest, inside)
+        rest, inside = best
+        if rest < opts.peak_min:
+            break
+        by: dict[str, int] = defaultdict(int)
+        for x in inside:
+            by[x["cause"]] += 1
+        out.append({"model": model, "start": iso(inside[0]["ts"]), "end": iso(inside[-1]["ts"]),
+                    "window_minutes": opts.peak_window_minutes, "mints": len(inside),
+                    "explained": len(inside) - rest, "rest": rest,
+                    "explained_by": {k: v for k, v in by.items() if k in EXPLAINED},
+                    "rest_by": {k: v for k, v in by.items() if k not in EXPLAINED},
+                    "escrows": [x["escrow"] for x in inside]})
+        todo = [x for x in todo if x not in inside]
+    return out
+
+
+# -- the analysis ------------------------------------------------------------------------------
+def _in_epoch(life: dict[str, Any], d: dict[str, Any] | None, epoch: int, spans: Spans) -> bool:
+    if life["creation_epoch"] == epoch:
+        return True
+    if d is None:
+        return False
+    return spans.epoch_at(datetime.fromisoformat(d["at"].replace("Z", "+00:00"))) == epoch
+
+
+def _costs(deacts: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses: Uses) -> dict[str, Any]:
+    sp = [d for d in deacts if d["classification"] == "spurious"]
+    repl = [d["replacement_escrow"] for d in sp if d["replacement_escrow"] is not None]
+    amounts = [lives.get(r, {}).get("amount") for r in repl]
+    known = [int(a) for a in amounts if a is not None]
+    settle = [d["settlement_due"] for d in sp]
+    failed = [r["request"] for d in sp for r in uses.by_escrow.get(d["escrow"], ()) if r["insufficient_balance"]]
+    return {
+        "spurious_deactivations": len(sp),
+        "replacement_escrows": repl,
+        "funds_locked_in_replacements": sum(known) if len(known) == len(amounts) else None,
+        "funds_locked_known_part": sum(known),
+        "replacement_amounts_unknown": len(amounts) - len(known),
+        "mint_transactions": len(repl),
+        "deactivation_settlement_transactions": sum(1 for s in settle if s) if None not in settle else None,
+        "deactivation_settlement_unknown": sum(1 for s in settle if s is None),
+        "deactivations_without_replacement": len(sp) - len(repl),
+        "failed_requests": len(failed),
+        "failed_request_ids": failed,
+    }
+
+
+def _unavailable(store: Store, epoch: int) -> str | None:
+    logs = store.one("SELECT count(*) FROM log_events")[0]
+    if logs:
+        return None
+    return (f"no gateway logs in the store: the escrow lifecycle of epoch {epoch} is in the gateway's logs; "
+            "collect them with --gateway-log PATH")
+
+
+def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+    opts = options if isinstance(options, RemintOptions) else RemintOptions(
+        **({k: getattr(options, k) for k in ("participant", "since", "until")} if options else {}))
+    why = _unavailable(store, epoch)
+    if why:
+        res = Result.missing_input(KEY, TITLE, why, ["gateway_log", "chain_escrows", "accounting"])
+        res.complete = True  # the epoch report is not incomplete for it: coverage says the logs are absent
+        return res
+    spans = Spans.load(store)
+    uses = Uses(store.query("remints_requests"))
+    lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
+    all_deacts = {eid: d for eid, life in lives.items() if (d := classify(life, uses, spans, opts, lives))}
+    deacts = [d for eid, d in sorted(all_deacts.items()) if _in_epoch(lives[eid], d, epoch, spans)]
+    epoch_deacts = {d["escrow"]: d for d in deacts}
+    mints, peaks = _mints(store, epoch, all_deacts, spans, opts)
+    costs = _costs(deacts, lives, uses)
+    unplaced = [eid for eid, life in lives.items() if life["creation_epoch"] is None and eid not in epoch_deacts]
+    notes: list[str] = []
+    cov_missing = [f"{r['item']}: {r['detail']}" for r in store.rows(
+        "SELECT item, detail FROM coverage WHERE source = 'chain_escrows' AND status <> 'ok' "
+        "AND (epoch = ? OR epoch IS NULL) ORDER BY item", [epoch])]
+    not_probed = [eid for eid, life in lives.items() if not life["chain_probed"] and
+                  (life["creation_epoch"] == epoch or eid in epoch_deacts)]
+    if not_probed:
+        cov_missing.append(f"chain records not collected for {len(not_probed)} escrow(s) "
+                           f"({', '.join(map(str, not_probed[:10]))}{' ...' if len(not_probed) > 10 else ''}): "
+                           "collect with --node URL")
+    if unplaced:
+        notes.append(f"{len(unplaced)} escrow(s) with no known creation epoch (no chain record, rotation line or "
+                     "accounting record) are left out")
+    notes.append(f"threshold {opts.threshold:,} (balanceMinimumThreshold); reservation = (input bytes + max_tokens) "
+                 f"x token_price, max_tokens {DEFAULT_MAX_TOKENS:,} where the request gave none")
+    findings = _findings(deacts, peaks, epoch)
+    counts: dict[str, int] = defaultdict(int)
+    for d in deacts:
+        counts[d["classification"]] += 1
+    data = {"epoch": epoch, "available": True, "threshold": opts.threshold,
+            "classifications": dict(counts), "deactivations": deacts, "mints": mints, "peaks": peaks,
+            "costs": costs, "notes": notes}
+    tables = _tables(deacts, mints, peaks, costs, notes)
+    header = [("epoch", str(epoch)),
+              ("deactivations", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none in the logs read"),
+              ("mints", ", ".join(f"{m['model']} {m['mints']}" for m in mints) or "none in the logs read"),
+              ("spurious cost", f"{costs['mint_transactions']} mint tx, {costs['failed_requests']} failed request(s)")]
+    coverage = {"sources": ["gateway_log", "chain_escrows", "accounting"], "missing": cov_missing,
+                "log_spans": [{"path": s["path"], "first": iso(s["first_ts"]), "last": iso(s["last_ts"])}
+                              for s in spans.spans]}
+    return Result(KEY, TITLE, data, tables, findings, coverage, complete=not cov_missing, header=header)
+
+
+def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: int) -> list[Finding]:
+    out = []
+    for d in deacts:
+        if d["classification"] != "spurious":
+            continue
+        req = d["request"] or {}
+        timing = d["timing_ms"] or {}
+        out.append(Finding(
+            "spurious_remint", "warn", {"kind": "escrow", "id": str(d["escrow"])},
+            (f"escrow {d['escrow']} retired by one request ({req.get('input_bytes') or 0:,} input bytes, reservation "
+             f"{req.get('reservation') or 0:,}) while its balance was "
+             + (f"at least {d['balance_estimate']:,}" if d["balance_estimate"] is not None else "unknown")
+             + (f"; replaced by {d['replacement_escrow']}" if d["replacement_escrow"] else "")),
+            {"epoch": epoch, "request": req, "balance_estimate": d["balance_estimate"],
+             "balance_source": d["balance_source"], "timing_ms": timing,
+             "replacement_escrow": d["replacement_escrow"], "counterfactual": d["counterfactual"],
+             "query": "queries/remints_escrow_lives.sql, queries/remints_requests.sql"},
+            model=d["model"]))
+    for p in peaks:
+        out.append(Finding(
+            "mint_peak", "warn", {"kind": "model", "id": p["model"]},
+            (f"{p['mints']} mints of {p['model']} from {p['start']} to {p['end']}: {p['explained']} explained by the "
+             f"rotation target and legitimate deactivations, {p['rest']} not"),
+            {"epoch": epoch, **p, "query": "queries/remints_mints.sql"}, model=p["model"]))
+    return out
+
+
+def _tables(deacts, mints, peaks, costs, notes) -> list[Table]:
+    d_rows = [{"escrow": d["escrow"], "model": d["model"], "classification": d["classification"],
+               "trigger": d["trigger"], "reason": d["reason"], "at": d["at"],
+               "balance": d["balance_estimate"], "reservation": (d["request"] or {}).get("reservation"),
+               "replacement": d["replacement_escrow"],
+               "to replacement s": (None if not d["timing_ms"] or d["timing_ms"]["failure_to_replacement"] is None
+                                    else round(d["timing_ms"]["failure_to_replacement"] / 1000, 3)),
+               "why": d.get("summary") if d["classification"] != "unknown" else
+               (d.get("summary", "") + "; missing: " + "; ".join(d["missing"]))} for d in deacts]
+    t1 = Table("Deactivations", ["escrow", "model", "classification", "trigger", "reason", "at", "balance",
+                                 "reservation", "replacement", "to replacement s", "why"], d_rows, list(notes),
+               narrow=["trigger", "reason", "reservation"])
+    m_rows = [{"model": m["model"], "hour": h["hour"], "mints": h["mints"],
+               "causes": ", ".join(f"{k} {v}" for k, v in sorted(h["by_cause"].items()))}
+              for m in mints for h in m["by_hour"]]
+    t2 = Table("Mints per model and hour", ["model", "hour", "mints", "causes"], m_rows,
+               [f"{m['model']}: rotation target {m['rotation_target'] if m['rotation_target'] is not None else 'unknown'}"
+                f" ({m['rotation_target_source']})" for m in mints])
+    t3 = Table("Mint peaks", ["model", "start", "end", "mints", "explained", "rest"],
+               [{k: p[k] for k in ("model", "start", "end", "mints", "explained", "rest")} for p in peaks])
+    c_rows = [{"item": k, "value": v} for k, v in costs.items() if k != "failed_request_ids"]
+    t4 = Table("Cost of the spurious remints", ["item", "value"], c_rows)
+    return [t1, t2, t3, t4]

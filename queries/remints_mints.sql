@@ -1,0 +1,37 @@
+-- remints_mints: every escrow mint the logs show, and whether it was a depletion replacement
+-- (gateway-logs.md 6.2, 6.4: an escrow_rotation_created followed by an
+-- escrow_depletion_replacement_created with the same tx hash or escrow is a depletion mint;
+-- a lone escrow_rotation_created is the rotator: its epoch-start pass or target_count
+-- reconciliation). A replacement line whose creation line is not in the logs still counts.
+--
+-- Answers, per minted escrow: time, model, role, the epoch it was minted for (the line's
+-- epoch, else its chain record's creation epoch), tx hash, and for replacements the escrow
+-- it replaced and the reason logged.
+-- Reads: log_escrow_events, chain_escrows.
+WITH created AS (
+    SELECT escrow, min(ts) AS ts, first(role ORDER BY ts) AS role, first(epoch ORDER BY ts) AS epoch,
+           first(model ORDER BY ts) AS model, first(tx_hash ORDER BY ts) AS tx_hash
+    FROM log_escrow_events WHERE event = 'escrow_rotation_created' AND escrow IS NOT NULL
+    GROUP BY escrow
+),
+repl AS (
+    SELECT new_escrow AS escrow, min(ts) AS ts, first(escrow ORDER BY ts) AS replaces_escrow,
+           first(reason ORDER BY ts) AS reason, first(model ORDER BY ts) AS model,
+           first(tx_hash ORDER BY ts) AS tx_hash
+    FROM log_escrow_events WHERE event = 'escrow_depletion_replacement_created' AND new_escrow IS NOT NULL
+    GROUP BY new_escrow
+)
+SELECT coalesce(c.escrow, r.escrow) AS escrow,
+       coalesce(c.ts, r.ts) AS ts,
+       coalesce(c.model, r.model, nullif(ch.model_id, '')) AS model,
+       c.role,
+       coalesce(c.epoch, CAST(ch.epoch_index AS BIGINT)) AS epoch,
+       coalesce(c.tx_hash, r.tx_hash) AS tx_hash,
+       r.replaces_escrow,
+       r.reason AS replacement_reason,
+       c.escrow IS NOT NULL AS creation_line,
+       ch.amount
+FROM created c
+FULL OUTER JOIN repl r ON r.escrow = c.escrow
+LEFT JOIN chain_escrows ch ON ch.escrow_id = coalesce(c.escrow, r.escrow) AND ch.found
+ORDER BY ts, escrow;

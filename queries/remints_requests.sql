@@ -1,0 +1,28 @@
+-- remints_requests: every request the logs show on an escrow, with what it reserved or tried
+-- to reserve (gateway-logs.md 6.1: reservation = (input bytes + max_tokens) x token_price,
+-- per attempt, since each attempt starts its own inference on its own nonce).
+--
+-- Answers, per request with an escrow: its time, escrow, model, input bytes (the body length
+-- proxy_request_started / runner_started log as input_tokens), the max_tokens a line of the
+-- request logged (NULL: not logged, the usual case: the gateway then applied its default),
+-- the attempts it ran (race_completed lines), its outcome, and whether it failed to reserve
+-- ("insufficient escrow balance"), with the time of that failure.
+-- Reads: log_requests, log_events, log_escrow_events.
+WITH mt AS (
+    SELECT request, first(TRY_CAST(fields->>'max_tokens' AS BIGINT) ORDER BY file_id, line_no) AS max_tokens
+    FROM log_events
+    WHERE request IS NOT NULL AND name <> 'poc_probe_prepared' AND fields->>'max_tokens' IS NOT NULL
+    GROUP BY request
+),
+fail AS (
+    SELECT request, min(ts) AS failed_at
+    FROM log_escrow_events WHERE insufficient_balance GROUP BY request
+)
+SELECT r.request, r.first_ts AS ts, r.escrow, r.model, r.input_bytes, mt.max_tokens AS max_tokens_logged,
+       r.attempts, r.outcome, coalesce(r.insufficient_balance, false) AS insufficient_balance,
+       fail.failed_at, r.error
+FROM log_requests r
+LEFT JOIN mt USING (request)
+LEFT JOIN fail USING (request)
+WHERE r.escrow IS NOT NULL
+ORDER BY r.escrow, r.first_ts, r.request;
