@@ -23,22 +23,31 @@ from tools.synth import generate_lines
 COMMIT_ROWS = 4000          # small commits, so that a kill falls between many of them
 
 HARNESS = """
-import sys
+import sys, time
 import auditor.sources.gatewaylog as g
 g.ROWS_PER_COMMIT = int(sys.argv[1])
 g.MAX_LINE = int(sys.argv[2])
+if float(sys.argv[3]):                  # stall before the first commit (to be killed there)
+    commit = g._Writer._commit
+    def stalled(self, *a, **kw):
+        print("committing", file=sys.stderr, flush=True)
+        time.sleep(float(sys.argv[3]))
+        return commit(self, *a, **kw)
+    g._Writer._commit = stalled
 from auditor.cli import main
-main(sys.argv[3:])
+main(sys.argv[4:])
 """
 
 
-def start(db: Path, *paths: Path, commit_rows: int = COMMIT_ROWS, max_line: int = 64 << 20) -> subprocess.Popen:
-    """``auditor collect`` with a smaller commit size (or line limit), in its own process."""
+def start(db: Path, *paths: Path, commit_rows: int = COMMIT_ROWS, max_line: int = 64 << 20,
+          stall: float = 0) -> subprocess.Popen:
+    """``auditor collect`` with a smaller commit size (or line limit, or a stall before
+    each commit), in its own process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
     args = [a for p in paths for a in ("--gateway-log", str(p))]
-    return subprocess.Popen([sys.executable, "-c", HARNESS, str(commit_rows), str(max_line), "--db", str(db),
-                             "collect", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen([sys.executable, "-c", HARNESS, str(commit_rows), str(max_line), str(stall),
+                             "--db", str(db), "collect", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def finish(p: subprocess.Popen, timeout: float = 120) -> tuple[int, str]:
@@ -114,6 +123,23 @@ def test_killed_at_random_points_then_run_again_matches_a_clean_run(logs, clean,
     assert rc == 0 and "rotated" not in err and "gone" not in err, err
     assert snapshot(db) == clean
     print(f"\nkills survived: {kills}")
+
+
+def test_killed_before_the_first_commit_no_rotation_is_reported(logs, clean, tmp_path):
+    """Issue 11: the log_files row of a new file used to be written before its first rows,
+    outside their transaction; killed in between, the next run saw a file without an inode
+    and reported a rotation that did not happen."""
+    db = tmp_path / "a.duckdb"
+    p = start(db, *logs, stall=60)
+    deadline = time.monotonic() + 60
+    for line in p.stderr:                       # bounded: the process is killed at the deadline
+        if "committing" in line or time.monotonic() > deadline:
+            break
+    p.kill()
+    p.wait()
+    rc, err = finish(start(db, *logs))
+    assert rc == 0 and "rotated" not in err and "gone" not in err, err
+    assert snapshot(db) == clean
 
 
 def test_ctrl_c_exits_130_with_one_line_and_a_consistent_store(logs, clean, clean_s, tmp_path):

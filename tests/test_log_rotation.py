@@ -15,7 +15,7 @@ import pytest
 from conftest import q, run_cli
 
 LINES_PER_CYCLE = 150      # > 4 KiB a cycle: fingerprints cover their full 4 KiB
-CYCLES = 6
+CYCLES = 5
 
 
 class Gateway:
