@@ -1,0 +1,265 @@
+"""The reports people read and the cron mode, through the CLI on the bundled recording:
+the terminal view at 100 columns (a real pty), Markdown, the html report in a real
+headless Chromium, the Prometheus textfile, `auditor report daily` (its lock, its
+files, the systemd unit's and the crontab's command lines) and auditor.toml."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli
+
+REC = FIXTURES / "chain" / "epoch-403"
+DEMO = ["--replay", str(REC), "--replay", str(FIXTURES / "accounting" / "v5"),
+        "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz")]
+STORY = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """A store holding every bundled source of epoch 403."""
+    db = tmp_path_factory.mktemp("demo") / "auditor.duckdb"
+    r = run_cli("collect", "--epoch", "403", *DEMO, db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def on_a_terminal(args: list[str], columns: int) -> str:
+    """Run the CLI with stdout on a pseudo-terminal of ``columns`` columns; what it printed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES") and not k.startswith("AUDITOR_")}
+    env.update({"NO_COLOR": "1", "TERM": "xterm"})
+    p = subprocess.Popen([sys.executable, "-m", "auditor", *args], stdout=slave, stderr=subprocess.DEVNULL,
+                         stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=60)
+    os.close(master)
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8")).replace("\r\n", "\n")
+
+
+def test_terminal_view_fits_100_columns(demo):
+    text = on_a_terminal(["--db", str(demo), "epoch", "403", "--offline"], 100)
+    lines = text.splitlines()
+    assert len(lines) > 100 and max(map(len, lines)) <= 100
+    # ids whole: model ids and shortened addresses are never broken across lines
+    assert "deepseek-ai/DeepSeek-V4-Flash-0731" in text
+    assert f"gonka1…{STORY['victim'][-8:]}" in text and STORY["victim"] not in text
+    for short in re.findall(r"gonka1…[0-9a-z]*", text):
+        assert re.fullmatch(r"gonka1…[02-9ac-hj-np-z]{8}", short), short
+    # headings wrap between words only: every word of a shown heading is whole somewhere
+    for word in ("allocation", "participant", "preserved", "critical"):
+        assert re.search(rf"\b{word}\b", text)
+    assert "not shown at this width" in text         # what was dropped is said
+    wide = on_a_terminal(["--db", str(demo), "epoch", "403", "--offline", "--wide"], 100)
+    assert STORY["victim"] in wide and "not shown at this width" not in wide
+
+
+def test_markdown_report(demo):
+    r = run_cli("epoch", "403", "--offline", "--format", "md", db=demo)
+    assert r.returncode == 0, r.stderr
+    md = r.stdout
+    assert len(md) < 65536                           # GitHub's limit for an issue or comment
+    findings = md.split("## Findings")[1].split("\n## ")[0]
+    assert "`reward_zeroed_miss_test`" in findings and STORY["victim"] in findings
+    assert "missed = 95" in findings and "critical_misses = 49" in findings   # the numbers behind it
+    assert "<details><summary>27 rows</summary>" in md                          # the long miss-test table
+    assert re.search(r"Made by `auditor --db \S+ epoch 403 --offline --format md`", md)
+    chain_only = run_cli("--db", str(demo) + ".chain", "epoch", "403", "--replay", str(REC), "--format", "md")
+    assert "## Coverage caveats" in chain_only.stdout and "no gateway logs ingested" in chain_only.stdout
+
+
+def test_html_report_is_self_contained_and_linked(demo, tmp_path):
+    out = tmp_path / "r.html"
+    assert run_cli("epoch", "403", "--offline", "--format", "html", "--output", str(out), db=demo).returncode == 0
+    html = out.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "<link" not in html and "@import" not in html and "url(" not in html
+    ids = set(re.findall(r'id="([^"]+)"', html))
+    links = re.findall(r'href="#([^"]+)"', html)
+    assert links and all(link in ids for link in links)
+    assert html.count('class="sortable"') > 5 and html.count("<svg") >= 1
+
+
+def _browser():
+    pw = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else __import__(
+        "playwright.sync_api", fromlist=["sync_playwright"])
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs it)")
+        pytest.skip("no chromium on this machine")
+    return pw
+
+
+def test_html_report_in_a_real_browser(demo, tmp_path):
+    pw = _browser()
+    out = tmp_path / "report.html"
+    assert run_cli("epoch", "403", "--offline", "--format", "html", "--output", str(out), db=demo).returncode == 0
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run", "--disable-quic"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors, requests = [], []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(out.as_uri())
+        page.wait_for_load_state("load")
+        drawn = page.eval_on_selector_all("svg.chart", "s => s.map(c => c.querySelectorAll('.datum').length)")
+        # sorting: click the miss test's 'missed' heading twice, the column comes out descending
+        table = page.locator("#section-miss-test table").first
+        table.locator("th", has_text="missed").first.click()
+        table.locator("th", has_text="missed").first.click()
+        col = page.eval_on_selector("#section-miss-test table", """t => {
+            const i = [...t.tHead.rows[0].cells].findIndex(c => c.textContent.trim().startsWith('missed'));
+            return [...t.tBodies[0].rows].map(r => Number(r.cells[i].textContent)); }""")
+        if os.environ.get("AUDITOR_SCREENSHOT"):
+            page.goto(out.as_uri())
+            page.screenshot(path=os.environ["AUDITOR_SCREENSHOT"], full_page=False)
+        browser.close()
+    assert errors == []
+    assert drawn and all(n > 0 for n in drawn), drawn
+    assert all(u.startswith("file://") for u in requests), requests
+    assert col == sorted(col, reverse=True) and col[0] > col[-1]
+
+
+def _metrics(text: str) -> dict:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def test_report_daily_writes_every_format_and_a_textfile(demo, tmp_path):
+    out, prom = tmp_path / "reports", tmp_path / "textfile" / "auditor.prom"
+    r = run_cli("report", "daily", "--out", str(out), "--offline", "--fail-on", "error",
+                "--prom-textfile", str(prom), db=demo, stdin="")
+    assert r.returncode == 1, r.stderr            # the bundled epoch has error findings
+    day = out / "2026-09-22"                      # epoch 403 took effect on 2026-09-22 (SNV(N))
+    assert sorted(p.name for p in day.iterdir()) == ["report.html", "report.json", "report.md"]
+    report = json.loads((day / "report.json").read_text())
+    assert report["epoch"] == 403 and report["findings"]
+    # plain log lines off a terminal, no progress bar
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ auditor: ", line) for line in r.stderr.splitlines())
+    metrics = _metrics(prom.read_text())
+    counted = {(s.labels["code"], s.labels["severity"]): s.value for s in metrics["auditor_findings"]}
+    expected: dict = {}
+    for f in report["findings"]:
+        expected[(f["code"], f["severity"])] = expected.get((f["code"], f["severity"]), 0) + 1
+    assert counted == expected
+    passed = {s.labels["participant"]: s.value for s in metrics["auditor_miss_test_passed"]}
+    assert passed[STORY["victim"]] == 0 and passed[STORY["boundary_pass"]] == 1
+    assert [p.name for p in prom.parent.iterdir()] == ["auditor.prom"]     # written, then renamed
+
+
+def test_report_daily_lock_keeps_runs_apart(demo, tmp_path):
+    out = tmp_path / "reports"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from auditor import daily; from pathlib import Path\n"
+            "with daily.locked(Path(sys.argv[2])):\n    print('held', flush=True); time.sleep(30)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = run_cli("report", "daily", "--out", str(out), "--offline", db=demo)
+        assert r.returncode == 3 and r.stderr.strip().count("\n") == 0
+        assert "another `auditor report daily` holds" in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _contrib_command(line: str, config: Path, out: Path, prom: Path) -> list[str]:
+    """A command line of contrib/, with its paths pointed at the test's."""
+    line = (line.replace("/etc/auditor/auditor.toml", str(config)).replace("/srv/auditor/reports", str(out))
+            .replace("/var/lib/node_exporter/textfile/auditor.prom", str(prom)))
+    args = shlex.split(line)
+    args = [a for a in args if not a.startswith("AUDITOR_DB=")]
+    assert args[0] == "/usr/local/bin/auditor"
+    return args[1:]
+
+
+@pytest.mark.parametrize("source", ["systemd", "crontab"])
+def test_the_documented_cron_and_systemd_lines_run(demo, tmp_path, source):
+    if source == "systemd":
+        unit = (ROOT / "contrib" / "auditor-daily.service").read_text()
+        line = next(x for x in unit.splitlines() if x.startswith("ExecStart="))[len("ExecStart="):]
+        assert "Environment=AUDITOR_DB=" in unit
+    else:
+        line = next(x for x in (ROOT / "contrib" / "crontab").read_text().splitlines()
+                    if x and not x.startswith("#")).split(None, 5)[5]
+    config = tmp_path / "auditor.toml"
+    config.write_text("offline = true\n")
+    args = _contrib_command(line, config, tmp_path / "out", tmp_path / "auditor.prom")
+    r = run_cli(*args, env={"AUDITOR_DB": str(demo)}, stdin="")
+    assert r.returncode == 1, r.stderr            # findings at or above error: the unit fails, cron mails
+    assert (tmp_path / "out" / "2026-09-22" / "report.md").is_file() and (tmp_path / "auditor.prom").is_file()
+
+
+def test_config_file_precedence(demo, tmp_path):
+    other = tmp_path / "empty.duckdb"
+    (tmp_path / "auditor.toml").write_text(f'db = "{demo}"\noffline = true\n[misstest]\nformat = "json"\n')
+    r = subprocess.run([sys.executable, "-m", "auditor", "misstest", "403"], cwd=tmp_path, capture_output=True,
+                       text=True, env={k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["epoch"] == 403                     # the file's db and format
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")} | {"AUDITOR_DB": str(other)}
+    r = subprocess.run([sys.executable, "-m", "auditor", "misstest", "403"], cwd=tmp_path, capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 3 and "not in the store" in r.stderr     # the env var wins over the file
+    r = subprocess.run([sys.executable, "-m", "auditor", "misstest", "403", "--db", str(demo), "--format", "csv"],
+                       cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("participant,")  # flags win over both
+
+
+@pytest.mark.parametrize("text, says", [
+    ("nodes = ['http://x']\n", "unknown key nodes"),
+    ("rate = 'fast'\n", "rate = 'fast'"),
+    ("[epoch]\nformat = 'xml'\n", "epoch.format = 'xml'"),
+    ("[epochs]\nx = 1\n", "unknown table [epochs]"),
+    ("rate = [\n", "not valid TOML"),
+])
+def test_bad_config_is_one_line_and_exit_2(tmp_path, text, says):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    r = run_cli("--config", str(cfg), "misstest", "403", db=tmp_path / "x.duckdb")
+    assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_the_example_config_is_valid(tmp_path):
+    r = run_cli("--config", str(ROOT / "contrib" / "auditor.toml.example"), "sql", "SELECT 1 AS one",
+                "--format", "json", db=tmp_path / "x.duckdb")
+    assert r.returncode in (0, 3) and "auditor.toml.example" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args, code, says", [
+    (["epoch", "403", "--no-such-flag"], 2, "No such option"),
+    (["epoch", "403", "--node", "http://127.0.0.1:9", "--timeout", "1"], 3, "127.0.0.1:9"),
+    (["collect", "--gateway-log", "/nonexistent/app.log"], 3, "/nonexistent/app.log"),
+])
+def test_bad_configuration_is_one_clear_line(tmp_path, args, code, says):
+    r = run_cli(*args, db=tmp_path / "x.duckdb")
+    assert r.returncode == code, r.stderr
+    assert says in r.stderr and "Traceback" not in r.stderr
+    assert sum(says in line for line in r.stderr.splitlines()) >= 1
