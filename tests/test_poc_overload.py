@@ -74,8 +74,8 @@ def test_flip_verdict():
 @pytest.fixture(scope="module")
 def fixture_db(tmp_path_factory):
     db = tmp_path_factory.mktemp("poc") / "a.duckdb"
-    r = run_cli("collect", "--epoch", "403", "--replay", str(FIX / "chain"), "--gateway-log",
-                str(FIX / "gateway.log.gz"), db=db)
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIX / "chain"), "--replay", str(FIX / "accounting"),
+                "--gateway-log", str(FIX / "gateway.log.gz"), db=db)
     assert r.returncode == 0, r.stderr
     return db
 
@@ -172,6 +172,24 @@ def test_reward_zeroed_finding_counts_the_misses_in_cpoc_windows(report):
     glm_victim = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())["victim"]
     assert zeroed[glm_victim]["evidence"]["misses_in_cpoc_windows"] is None      # no evidence: not 0
     assert report["cpoc_misses"][S]["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
+
+
+def test_accounting_evidence(report, tmp_path):
+    acct = _win(report, "cpoc:0", S)["accounting_cpoc"]
+    assert acct["misses"] == STORY["s_misses_cpoc0"] and "no times" in acct["scope"]
+    assert acct["misses_by_kind"] == {"failed_after_receipt": STORY["s_failed"],
+                                      "refused_before_receipt": STORY["s_refused"]}
+    [esc] = acct["escrows"]
+    assert esc["escrow"] == str(STORY["escrow_single_preserved"]) and esc["slots"] == [5]
+    assert esc["other_slots_ghosts"] == {"poc_unavailable_host": STORY["ghosts"][str(STORY["escrow_single_preserved"])]}
+    # the accounting API alone: no window can be placed in time (unknown), the CPoC misses still counted
+    d = run_json("poc-overload", "403", "--replay", str(FIX / "chain"), "--replay", str(FIX / "accounting"),
+                 "-f", "json", db=tmp_path / "acct.duckdb")
+    assert all(w["requests"] is None and w["evidence"]["state"] == "none" for w in d["windows"])
+    assert not [f for f in d["findings"] if f["code"] == "poc_overload"]
+    [z] = [f for f in d["findings"] if f["code"] == "reward_zeroed_miss_test" and f["subject"]["id"] == S]
+    assert z["evidence"]["misses_in_cpoc_windows"] is None
+    assert z["evidence"]["misses_in_cpoc_windows_accounting"] == STORY["s_misses_cpoc0"]
 
 
 def test_participant_filter_fail_on_and_formats(fixture_db):

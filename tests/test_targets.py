@@ -125,8 +125,8 @@ def test_smallest_first_reproduces_the_recorded_selections(tmp_path):
 @pytest.fixture(scope="module")
 def fixture_db(tmp_path_factory):
     db = tmp_path_factory.mktemp("targets") / "a.duckdb"
-    r = run_cli("collect", "--epoch", "403", "--replay", str(FIX / "chain"), "--gateway-log",
-                str(FIX / "gateway.log.gz"), db=db)
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIX / "chain"), "--replay", str(FIX / "accounting"),
+                "--gateway-log", str(FIX / "gateway.log.gz"), db=db)
     assert r.returncode == 0, r.stderr
     return db
 

@@ -262,6 +262,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     for s in slots:
         slot_map[s["escrow"]].append(s)
 
+    acct = _accounting(store.query("poc_overload_accounting", epoch=epoch))
     preserved_by_ep: dict[tuple[str, str], set[str]] = defaultdict(set)
     for h in hosts:
         preserved_by_ep[(h["episode"], h["model_id"])].add(h["participant"])
@@ -297,6 +298,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
             entry["miss_test"] = None if mt is None else {
                 "verdict": mt["verdict"], "total": mt["total"], "missed": mt["missed"],
                 "critical_misses": mt["critical_misses"], "rewarded_coins": mt["rewarded_coins"]}
+            entry["accounting_cpoc"] = acct.get((p, model))
             entry["structural_risk"] = _structural(h, ev, slot_map, preserved_by_ep, opt.tiny_share,
                                                    in_win, win_ghosts)
             if state == "none":
@@ -315,9 +317,12 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
             model_before = [a for a in before if a["model"] == model]
             prof = inflight_profile(((a["start_ts"], a["end_ts"]) for a in mine_run), start, end)
             kinds: dict[str, int] = defaultdict(int)
+            not_missed: dict[str, int] = defaultdict(int)
             for a in mine_win:
-                if a["kind"]:
+                if a["miss"]:
                     kinds[a["kind"]] += 1
+                elif a["kind"]:
+                    not_missed[a["kind"]] += 1
             n_miss = sum(1 for a in mine_win if a["miss"])
             by_minute: dict[str, int] = defaultdict(int)
             for a in mine_win:
@@ -338,6 +343,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                 "share_of_model_requests": _r(share_win),
                 "misses": n_miss,
                 "misses_by_kind": dict(sorted(kinds.items())),
+                "unfinished_not_missed": dict(sorted(not_missed.items())),
                 "escrows": _escrows(p, model, mine_win, slot_map, preserved_by_ep[(ep, model)], win_ghosts),
             })
             cap = entry["cap"]
@@ -393,6 +399,8 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     for p, c in cpoc_misses.items():
         mt = mt_rows.get(p)
         c["chain_missed_requests"] = None if mt is None else mt["missed"]
+        ac = [v for (ap, _), v in acct.items() if ap == p]
+        c["misses_in_cpoc_windows_accounting"] = sum(v["misses"] for v in ac) if ac else None
         if not c["windows"]:
             c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
     if opt.miss_test_findings:
@@ -472,9 +480,12 @@ def _escrows(p, model, mine_win, slot_map, preserved: set[str], win_ghosts) -> l
             else:
                 ghost_other[f"{g['reason'] or '?'}/{g['dispatch_phase'] or '?'}"] += g["ghosts"]
         kinds: dict[str, int] = defaultdict(int)
+        not_missed: dict[str, int] = defaultdict(int)
         for a in rows:
-            if a["kind"]:
+            if a["miss"]:
                 kinds[a["kind"]] += 1
+            elif a["kind"]:
+                not_missed[a["kind"]] += 1
         out.append({
             "escrow": esc,
             "slots": group,
@@ -485,6 +496,7 @@ def _escrows(p, model, mine_win, slot_map, preserved: set[str], win_ghosts) -> l
             "requests": len(rows),
             "misses": sum(1 for a in rows if a["miss"]),
             "misses_by_kind": dict(sorted(kinds.items())),
+            "unfinished_not_missed": dict(sorted(not_missed.items())),
             "other_slots_ghosts": dict(sorted(ghost_other.items())),
             "own_ghosts": ghost_mine,
         })
@@ -541,6 +553,7 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
         "peak_inflight": peak, "peak_at": entry.get("peak_at"),
         "requests": entry["requests"], "requests_per_minute": entry["requests_per_minute"],
         "before": entry["before"], "misses": misses, "misses_by_kind": entry["misses_by_kind"],
+        "unfinished_not_missed": entry["unfinished_not_missed"],
         "escrows": entry["escrows"], "miss_test": entry["miss_test"],
         "window_flips_verdict": entry.get("window_flips_verdict"),
         "counterfactual": {k: cf.get(k) for k in ("refused", "misses_avoided", "misses_remaining",
@@ -572,14 +585,54 @@ def _zeroed_findings(store: Store, epoch: int, cpoc: Mapping[str, dict], windows
             ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
             ev["misses_in_cpoc_windows_is"] = ("a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
                                                if c["windows_without_evidence"] else "what the gateway logs show")
-            ev["cpoc_evidence"] = c["evidence"]
+            ev["cpoc_evidence"] = list(c["evidence"])
         else:
             preserved = [w["episode"] for w in windows if w["participant"] == p]
             ev["misses_in_cpoc_windows"] = None
             ev["cpoc_evidence"] = (["not preserved in any CPoC of the epoch: no misses of a preserved-host pile-up"]
                                    if not preserved else (c or {}).get("evidence") or
                                    ["no gateway evidence for its CPoC windows"])
+        if c is not None and c.get("misses_in_cpoc_windows_accounting") is not None:
+            ev["misses_in_cpoc_windows_accounting"] = c["misses_in_cpoc_windows_accounting"]
+            ev.setdefault("cpoc_evidence", []).append(
+                "accounting API: timeouts applied on nonces dispatched during CPoC (all the epoch's CPoCs; no times)")
         out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
+    return out
+
+
+def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """Per (participant, model): the accounting API's CPoC-phase misses by kind and per escrow,
+    with the ghosts the escrow's other slots produced in the same phase."""
+    ghosts: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for r in rows:
+        if r["disposition"] == "ghost":
+            ghosts[r["escrow_id"]][r["participant"]][r["no_send_reason"] or "?"] += int(r["count"])
+    out: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        key = (r["participant"], r["model"])
+        e = out.setdefault(key, {"scope": ("accounting API counters, dispatch_phase=confirmation_poc, escrows created "
+                                           "in this epoch: every CPoC of the epoch together (the API has no times)"),
+                                 "misses": 0, "misses_by_kind": defaultdict(int), "escrows": {}})
+        esc = e["escrows"].setdefault(r["escrow_id"], {"escrow": r["escrow_id"], "slots": set(), "misses": 0,
+                                                       "other_slots_ghosts": {}})
+        if r["slot_id"] is not None:
+            esc["slots"].add(int(r["slot_id"]))
+        kind = MISS_DISPOSITIONS.get(r["disposition"])
+        if kind and r["timeout_outcome"] == "applied":
+            e["misses"] += int(r["count"])
+            e["misses_by_kind"][kind] += int(r["count"])
+            esc["misses"] += int(r["count"])
+    for (p, _), e in out.items():
+        e["misses_by_kind"] = dict(sorted(e["misses_by_kind"].items()))
+        for esc in e["escrows"].values():
+            esc["slots"] = sorted(esc["slots"])
+            other: dict[str, int] = defaultdict(int)
+            for op, reasons in ghosts.get(esc["escrow"], {}).items():
+                if op != p:
+                    for reason, n in reasons.items():
+                        other[reason] += n
+            esc["other_slots_ghosts"] = dict(sorted(other.items()))
+        e["escrows"] = sorted(e["escrows"].values(), key=lambda x: x["escrow"])
     return out
 
 
