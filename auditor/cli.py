@@ -467,9 +467,9 @@ def remints(
     epoch: EpochArg,
     sources,
     out,
-    threshold: Annotated[int, typer.Option("--threshold", min=0, metavar="UNITS",
+    threshold: Annotated[Optional[int], typer.Option("--threshold", min=0, metavar="UNITS",
         help="The gateway's minimum escrow balance (balanceMinimumThreshold): below it an escrow's "
-             "end of life is legitimate.")] = 1_000_000,
+             "end of life is legitimate. [default: the threshold= the gateway logged, else 1000000]")] = None,
     rotation_target: Annotated[Optional[int], typer.Option("--rotation-target", min=0, metavar="N",
         help="Regular escrows per model the rotator keeps (target_count). [default: estimated from the "
              "epoch-start rotation pass in the logs]")] = None,

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -59,7 +59,7 @@ EDGE = timedelta(seconds=60)       # evidence this close to a log's start may li
 
 @dataclass(frozen=True)
 class RemintOptions(Options):
-    threshold: int = DEFAULT_THRESHOLD
+    threshold: int | None = None            # None: the threshold the gateway logged, else 1,000,000
     rotation_target: int | None = None      # None: estimated from the epoch-start pass
     peak_window_minutes: int = 60
     peak_min: int = 3
@@ -115,6 +115,14 @@ class Spans:
             return None
         i = bisect.bisect_right([m[0] for m in self.marks], t)
         return self.marks[i - 1][1] if i else None
+
+    def epoch_near(self, t: datetime) -> int | None:
+        """The epoch named last before ``t``, else the first named after it."""
+        e = self.epoch_at(t)
+        if e is None:
+            later = [m for m in self.marks if m[0] > t]
+            e = later[0][1] if later else None
+        return e
 
     def covered(self, a: datetime, b: datetime) -> bool:
         """Whether the logs cover [a, b] without a gap."""
@@ -214,6 +222,35 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
             "limits": limits}
 
 
+CHECK_INTERVAL = timedelta(seconds=31)   # balanceCheckInterval 30 s, and a second of slack
+
+
+def check_bound(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans, threshold: int) -> dict[str, Any] | None:
+    """The bound the gateway's own periodic check gives: with escrow rotation enabled (this
+    escrow went down the rotation path: ``gateway_replacing_exhausted_escrow`` or
+    ``escrow_depletion_deactivated``), ``checkBalances`` looks at every escrow every 30 s and
+    logs ``escrow_balance_low`` below the threshold. No such line in the 30 s before ``t``, in
+    logs that cover them: the balance was at least the threshold at the last check, and has
+    since dropped by at most what the requests started after it can have reserved.
+    None when that evidence is not there."""
+    if life["replacing_at"] is None and life["deactivated_at"] is None:
+        return None
+    if life["low_at"] is not None and _utc(life["low_at"]) <= t:
+        return None
+    if not spans.covered(t - CHECK_INTERVAL, t):
+        return None
+    since = [r for r in uses.before(life["escrow"], t, since=t - CHECK_INTERVAL) if not r["insufficient_balance"]]
+    costs = [uses.max_cost(r, life["token_price"]) for r in since]
+    if None in costs:
+        return None
+    lower = max(0, threshold - sum(costs))
+    return {"lower": lower,
+            "source": (f"the gateway's periodic balance check (every 30 s) logged no escrow_balance_low in the 30 s "
+                       f"before: at least the {threshold:,} threshold at the last check"
+                       + (f", minus the most its {len(since)} request(s) since can have reserved ({sum(costs):,})"
+                          if since else ", and no request since"))}
+
+
 # -- one deactivation -------------------------------------------------------------------------
 def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
     """The first end-of-life trigger logged for the escrow, and its time."""
@@ -259,7 +296,7 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
         "deactivated_at": iso(deact_at), "replacement_escrow": life["replacement_escrow"],
         "replaced_at": iso(life["replaced_at"]), "replacement_reason": life["replacement_reason"],
         "settlement_due": life["settlement_due"], "balance_estimate": None, "balance_source": None,
-        "request": None, "timing_ms": None, "missing": [], "evidence": {}, "counterfactual": None,
+        "request": None, "timing_ms": None, "basis": None, "missing": [], "evidence": {}, "counterfactual": None,
     }
     ev = d["evidence"]
     ev["chain"] = ({"amount": life["amount"], "token_price": life["token_price"], "settled": life["chain_settled"],
@@ -353,34 +390,41 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                       "failure_to_deactivation": _ms(f["failed_at"], _utc(life["deactivated_at"]
                                                                           or life["devshard_deactivated_at"])),
                       "failure_to_replacement": _ms(f["failed_at"], _utc(life["replaced_at"]))}
+    thr = opts.threshold
     bal = balance_at(life, f["failed_at"], uses, spans)
-    d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
-    d["evidence"]["balance"] = {"lower_bound": bal["lower"], "upper_bound": bal["upper"], "threshold": opts.threshold}
+    chk = check_bound(life, f["failed_at"], uses, spans, thr)
+    lower, source = bal["lower"], bal["source"]
+    if chk is not None and (lower is None or chk["lower"] > lower):
+        lower, source = chk["lower"], chk["source"]
+    d["balance_estimate"] = lower if lower is not None else bal["estimate"]
+    d["balance_source"] = source
+    d["evidence"]["balance"] = {"lower_bound": lower, "upper_bound": bal["upper"], "threshold": thr,
+                                "from_chain_amount": bal["lower"], "from_periodic_check": chk and chk["lower"]}
     recent = [r for r in uses.before(eid, f["failed_at"], since=f["failed_at"] - timedelta(minutes=opts.recent_minutes))
               if r["outcome"] == "succeeded"]
     d["evidence"]["recent_ordinary_requests"] = len(recent)
-    thr = opts.threshold
     missing = d["missing"]
     if res is None:
         missing.append("the reservation: " + ("the request's input bytes are not logged" if f["input_bytes"] is None
                                               else "the escrow's token price (no chain record)"))
-    if bal["lower"] is not None and res is not None and res <= bal["lower"]:
+    if lower is not None and res is not None and res <= lower:
         missing.append(f"an account of the balance: the reservation {res:,} does not exceed the balance the logs "
-                       f"account for ({bal['lower']:,}); requests in flight or costs the logs do not show")
+                       f"account for ({lower:,}); requests in flight or costs the logs do not show")
         d["summary"] = "request-triggered exhaustion the logged balance does not explain"
         return
-    if bal["lower"] is not None and bal["lower"] >= thr:
-        d["classification"] = "spurious"
-        why = f"its balance was at least {bal['lower']:,}, above the {thr:,} threshold"
-    elif bal["upper"] is not None and bal["upper"] < thr:
-        d["classification"] = "legitimate"
+    if bal["upper"] is not None and bal["upper"] < thr:   # the deposit (or a logged balance) is a hard fact
+        d["classification"], d["basis"] = "legitimate", "balance bound"
         why = f"its balance was at most {bal['upper']:,}, below the {thr:,} threshold: a real end of life"
+    elif lower is not None and lower >= thr:
+        d["classification"], d["basis"] = "spurious", "balance bound"
+        why = f"its balance was at least {lower:,}, at or above the {thr:,} threshold"
     elif bal["estimate"] is not None:
-        d["classification"] = "legitimate"
-        why = (f"its estimated balance {bal['estimate']:,} was below the {thr:,} threshold "
-               f"(a lower bound; at most {bal['upper']:,})" if bal["upper"] is not None else "")
+        d["classification"], d["basis"] = "legitimate", "balance estimate"
+        d["balance_estimate"] = max(bal["estimate"], lower or 0)
+        why = (f"its estimated balance {d['balance_estimate']:,} was below the {thr:,} threshold (a lower bound"
+               + (f"; at most {bal['upper']:,})" if bal["upper"] is not None else ")"))
     elif recent:
-        d["classification"] = "spurious"
+        d["classification"], d["basis"] = "spurious", "recent ordinary requests (balance unknown)"
         why = (f"it had just served {len(recent)} ordinary request(s) in the {opts.recent_minutes} min before "
                f"(last at {iso(recent[-1]['ts'])}); its balance is unknown")
     else:
@@ -536,12 +580,18 @@ def _peaks(model: str, ms: list[dict[str, Any]], opts: RemintOptions) -> list[di
 
 
 # -- the analysis ------------------------------------------------------------------------------
-def _in_epoch(life: dict[str, Any], d: dict[str, Any] | None, epoch: int, spans: Spans) -> bool:
+def _in_epoch(life: dict[str, Any], d: dict[str, Any] | None, epoch: int, spans: Spans,
+              lives: dict[int, dict[str, Any]]) -> bool:
+    """An escrow of the epoch, or a deactivation during it: its replacement was minted for the
+    epoch, or the gateway named the epoch last before it (first after it, when the logs name
+    none before)."""
     if life["creation_epoch"] == epoch:
         return True
     if d is None:
         return False
-    return spans.epoch_at(datetime.fromisoformat(d["at"].replace("Z", "+00:00"))) == epoch
+    if d["replacement_escrow"] is not None and (lives.get(d["replacement_escrow"]) or {}).get("creation_epoch") == epoch:
+        return True
+    return spans.epoch_near(datetime.fromisoformat(d["at"].replace("Z", "+00:00"))) == epoch
 
 
 def _costs(deacts: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses: Uses) -> dict[str, Any]:
@@ -582,11 +632,22 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         res = Result.missing_input(KEY, TITLE, why, ["gateway_log", "chain_escrows", "accounting"])
         res.complete = True  # the epoch report is not incomplete for it: coverage says the logs are absent
         return res
+    logged = store.one("SELECT mode(threshold), count(DISTINCT threshold) FROM log_escrow_events "
+                       "WHERE event = 'escrow_balance_low' AND threshold IS NOT NULL")
+    if opts.threshold is not None:
+        threshold_source = "given (--threshold)"
+    elif logged and logged[0] is not None:
+        opts = replace(opts, threshold=int(logged[0]))
+        threshold_source = "logged by the gateway (escrow_balance_low threshold=)" + (
+            f"; {logged[1]} different values logged, the most frequent used" if logged[1] > 1 else "")
+    else:
+        opts = replace(opts, threshold=DEFAULT_THRESHOLD)
+        threshold_source = "the gateway's default balanceMinimumThreshold (none logged)"
     spans = Spans.load(store)
     uses = Uses(store.query("remints_requests"))
     lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
     all_deacts = {eid: d for eid, life in lives.items() if (d := classify(life, uses, spans, opts, lives))}
-    deacts = [d for eid, d in sorted(all_deacts.items()) if _in_epoch(lives[eid], d, epoch, spans)]
+    deacts = [d for eid, d in sorted(all_deacts.items()) if _in_epoch(lives[eid], d, epoch, spans, lives)]
     epoch_deacts = {d["escrow"]: d for d in deacts}
     mints, peaks = _mints(store, epoch, all_deacts, spans, opts)
     costs = _costs(deacts, lives, uses)
@@ -604,13 +665,13 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     if unplaced:
         notes.append(f"{len(unplaced)} escrow(s) with no known creation epoch (no chain record, rotation line or "
                      "accounting record) are left out")
-    notes.append(f"threshold {opts.threshold:,} (balanceMinimumThreshold); reservation = (input bytes + max_tokens) "
+    notes.append(f"threshold {opts.threshold:,} ({threshold_source}); reservation = (input bytes + max_tokens) "
                  f"x token_price, max_tokens {DEFAULT_MAX_TOKENS:,} where the request gave none")
     findings = _findings(deacts, peaks, epoch)
     counts: dict[str, int] = defaultdict(int)
     for d in deacts:
         counts[d["classification"]] += 1
-    data = {"epoch": epoch, "available": True, "threshold": opts.threshold,
+    data = {"epoch": epoch, "available": True, "threshold": opts.threshold, "threshold_source": threshold_source,
             "classifications": dict(counts), "deactivations": deacts, "mints": mints, "peaks": peaks,
             "costs": costs, "notes": notes}
     tables = _tables(deacts, mints, peaks, costs, notes)
@@ -638,7 +699,7 @@ def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: 
              + (f"at least {d['balance_estimate']:,}" if d["balance_estimate"] is not None else "unknown")
              + (f"; replaced by {d['replacement_escrow']}" if d["replacement_escrow"] else "")),
             {"epoch": epoch, "request": req, "balance_estimate": d["balance_estimate"],
-             "balance_source": d["balance_source"], "timing_ms": timing,
+             "balance_source": d["balance_source"], "basis": d["basis"], "timing_ms": timing,
              "replacement_escrow": d["replacement_escrow"], "counterfactual": d["counterfactual"],
              "query": "queries/remints_escrow_lives.sql, queries/remints_requests.sql"},
             model=d["model"]))
