@@ -225,3 +225,13 @@ def test_demo_bundle_victim(tmp_path):
     assert [(f["subject"]["id"], f["severity"]) for f in flagged] == [(victim, "error")]
     w = [w for w in d["windows"] if w["participant"] == victim and w["model"] == "zai-org/GLM-5.3-Flash"][0]
     assert w["peak_inflight"] > w["cap"] == 8
+
+
+def test_metrics_scrape_during_generation_checks_the_per_10000_value():
+    ev = [{"episode": "cpoc:0", "trigger_time": sec(0), "gen_end_time": sec(480), "val_end_time": sec(3300)}]
+    scrape = {"scrape_id": 1, "scraped_at": sec(60), "effective_max": 38.0, "total_weight": 38_421.0,
+              "baseline_weight": 60_000.0}
+    [b] = po._metrics_budget([scrape], ev, 10.0)
+    assert b["per_10000_between"] == [9.8904, 10.1507] and b["consistent_with_used_value"]
+    assert not po._metrics_budget([scrape], ev, 5.0)[0]["consistent_with_used_value"]
+    assert po._metrics_budget([{**scrape, "scraped_at": sec(600)}], ev, 10.0) == []   # validation: another budget

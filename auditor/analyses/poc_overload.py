@@ -406,7 +406,11 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     if opt.miss_test_findings:
         findings.extend(_zeroed_findings(store, epoch, cpoc_misses, windows))
 
+    budget = _metrics_budget(store.query("poc_overload_metrics_budget"), timed, per_10000)
+    if budget:
+        notes.extend(b["text"] for b in budget)
     data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
+            "per_10000_from_metrics": budget,
             "cap_rule": "max(1, floor(weight x per_10000 / 10000))",
             "events": [{"episode": e["episode"], "trigger_height": e["trigger_height"], "gen_end": e["gen_end"],
                         "val_end": e["val_end"], "start": utc_text(e["trigger_time"]),
@@ -597,6 +601,32 @@ def _zeroed_findings(store: Store, epoch: int, cpoc: Mapping[str, dict], windows
             ev.setdefault("cpoc_evidence", []).append(
                 "accounting API: timeouts applied on nonces dispatched during CPoC (all the epoch's CPoCs; no times)")
         out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
+    return out
+
+
+def _metrics_budget(scrapes: list[dict], events: list[dict], per_10000: float) -> list[dict]:
+    """What the /metrics scrapes taken during PoC generation say about the per-10,000 value:
+    effective = floor(W x per / 10000) with W = min(current, baseline) weight bounds it to
+    [effective x 10000 / W, (effective + 1) x 10000 / W). The gauge exposes no setting, and the
+    absolute max_concurrent_requests may bind instead, so this is a check, not a reading."""
+    out = []
+    for sc in scrapes:
+        t, e, w, wb = sc["scraped_at"], sc["effective_max"], sc["total_weight"], sc["baseline_weight"]
+        if t is None or e is None or not w:
+            continue
+        ev = next((x for x in events if x["trigger_time"] <= t <= (x["gen_end_time"] or x["val_end_time"])), None)
+        if ev is None:
+            continue
+        weight = min(w, wb) if wb else w
+        lo, hi = e * 10000 / weight, (e + 1) * 10000 / weight
+        inside = lo <= per_10000 < hi
+        out.append({"scrape_id": sc["scrape_id"], "scraped_at": utc_text(t), "episode": ev["episode"],
+                    "effective_max": e, "weight": weight, "per_10000_between": [round(lo, 4), round(hi, 4)],
+                    "consistent_with_used_value": inside,
+                    "text": (f"metrics scrape {sc['scrape_id']} at {utc_text(t)} ({ev['episode']} PoC generation): "
+                             f"effective max {e:g} at weight {weight:g} puts per_10000 in [{lo:.3g}, {hi:.3g}); "
+                             f"the {per_10000:g} used is {'consistent' if inside else 'NOT consistent'} with it"
+                             + ("" if inside else " (or the absolute max_concurrent_requests bound the budget)"))})
     return out
 
 
