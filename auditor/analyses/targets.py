@@ -442,6 +442,9 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
     notes.append(f"demand statistic {opt.statistic} of per-second in flight over the CPoC windows, "
                  f"x headroom {opt.headroom:g}; D_m = ceil(ceil(demand x headroom) x 10000 / {per:g}); "
                  f"per_10000: {per_source}")
+    notes.append("in-flight demand in an overloaded window includes requests that hung on the overloaded host "
+                 "until they failed: there it overstates what served requests would hold; compare the quiet "
+                 "windows (peak_by_window) and a percentile (--statistic p95)")
     notes.append("weights: W_m and the node weights are raw poc_weight of the model; the gateway's cap reads the "
                  "participant's subgroup weight, which the chain sets from the same poc_weight")
     gov = _governance(rows, per)
