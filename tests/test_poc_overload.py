@@ -235,3 +235,17 @@ def test_metrics_scrape_during_generation_checks_the_per_10000_value():
     assert b["per_10000_between"] == [9.8904, 10.1507] and b["consistent_with_used_value"]
     assert not po._metrics_budget([scrape], ev, 5.0)[0]["consistent_with_used_value"]
     assert po._metrics_budget([{**scrape, "scraped_at": sec(600)}], ev, 10.0) == []   # validation: another budget
+
+
+def test_cpoc_misses_for_the_miss_test(fixture_db):
+    """What misstest.py can read for reward_zeroed_miss_test (without running the miss test again)."""
+    from auditor.store import Store
+
+    with Store(fixture_db, read_only=True) as store:
+        c = po.cpoc_misses_by_participant(store, 403)
+    assert c[S]["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
+    assert c[S]["misses_in_cpoc_windows_accounting"] == STORY["s_misses_cpoc0"]
+    assert c[S]["windows_without_evidence"] == [f"cpoc:2 {MODEL}"]
+    assert c[B]["misses_in_cpoc_windows"] == 0                       # seen, and none
+    glm_victim = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())["victim"]
+    assert c[glm_victim]["misses_in_cpoc_windows"] is None            # never seen: unknown

@@ -78,6 +78,7 @@ class PocOverloadOptions(Options):
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
     tiny_share: float = 0.02             # structural risk: an escrow whose only preserved slots are held by hosts below this share of the model
     miss_test_findings: bool = False     # repeat reward_zeroed_miss_test with the CPoC evidence (the command)
+    with_miss_test: bool = True          # False: skip the miss test (for misstest.py's own use: no recursion)
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -231,9 +232,9 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
 
     hosts = store.query("poc_overload_preserved_hosts", epoch=epoch)
     span = store.query("poc_overload_log_span")[0]
-    mt_rows, p0, mt_notes = _miss_test_rows(store, epoch)
+    mt_rows, p0, mt_notes = _miss_test_rows(store, epoch) if opt.with_miss_test else ({}, None, [])
     notes.extend(mt_notes)
-    if p0 is None:
+    if p0 is None and opt.with_miss_test:
         unknown.append("miss test verdicts (performance summary not collected)")
 
     timed = [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
@@ -573,7 +574,8 @@ def cpoc_misses_by_participant(store: Store, epoch: int) -> dict[str, dict]:
     """Per participant: how many of its misses the gateway evidence places in the epoch's
     CPoC windows (``misses_in_cpoc_windows``), the windows and what evidence covered them.
     For the miss test's ``reward_zeroed_miss_test`` evidence."""
-    return run(store, epoch, PocOverloadOptions()).data.get("cpoc_misses", {})
+    res = run(store, epoch, PocOverloadOptions(with_miss_test=False))
+    return res.data.get("cpoc_misses", {}) if isinstance(res.data, dict) else {}
 
 
 def _zeroed_findings(store: Store, epoch: int, cpoc: Mapping[str, dict], windows: list[dict]) -> list[Finding]:
