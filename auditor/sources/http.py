@@ -145,8 +145,9 @@ class _DeadlineBackend(httpcore.SyncBackend):
 def _with_deadlines(client: httpx.Client) -> httpx.Client:
     """Give every connection pool of ``client`` (direct and through env proxies) the
     deadline-aware network backend. httpx has no public hook for it: the pools are
-    httpcore's, whose ``_network_backend`` is read on every new connection."""
-    for transport in (client._transport, *client._mounts.values()):
+    httpcore's, whose ``_network_backend`` is read on every new connection (the hostile
+    server tests fail if a new httpx changes that)."""
+    for transport in (getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()):
         pool = getattr(transport, "_pool", None)
         if pool is not None:
             pool._network_backend = _DeadlineBackend()
