@@ -140,3 +140,18 @@ def test_token_bucket_rate_zero_is_unlimited():
     for _ in range(1000):
         b.take()
     assert clock.t == 0.0
+
+
+@pytest.mark.parametrize("value, seconds", [
+    ("3", 3.0), ("0.5", 0.5), ("120", 60.0), ("0", 0.0),
+    ("-5", None), ("nan", None), ("NaN", None), ("inf", None), ("-inf", None), ("1e999", None),
+    ("soon", None), ("", None), (None, None),
+    ("Tue, 01 Dec 2026 08:00:30 GMT", 30.0), ("Tue, 01 Dec 2026 07:59:00 GMT", 0.0),
+])
+def test_retry_after_values(value, seconds):
+    from datetime import datetime, timezone
+
+    from auditor.sources.http import retry_after
+
+    now = datetime(2026, 12, 1, 8, 0, 0, tzinfo=timezone.utc)
+    assert retry_after(value, now) == seconds
