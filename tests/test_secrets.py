@@ -1,5 +1,6 @@
-"""No credential given in a source URL leaks: not to stderr, not to any column of any
-table of the store, not to any report format, not to a --record directory.
+"""No credential given in a source URL (flag, environment or auditor.toml) leaks: not to
+stderr, not to any column of any table of the store, not to any report format or the
+daily report's files, not to a --record directory.
 
 The sources are the bundled recordings served on loopback, reached through URLs that
 carry a password (userinfo) or a token (query parameter); some of them fail on purpose,
@@ -80,8 +81,16 @@ def test_no_secret_leaks_anywhere(tmp_path, db, server):
         assert r.returncode == 3 and "***" in r.stderr, r.stderr
         stderr.append(r.stderr)
 
+    # the same URLs from a config file and from the environment
+    config = tmp_path / "auditor.toml"
+    config.write_text(f'node = ["{node}"]\n')
+    r = run_cli("collect", "-e", "403", "--refresh", "--config", str(config), env={"AUDITOR_ACCOUNTING": acct},
+                db=db)
+    assert r.returncode == 0, r.stderr
+    stderr.append(r.stderr)
+
     outputs = []
-    for fmt in ("json", "md", "table"):
+    for fmt in ("json", "md", "table", "csv", "html"):
         r = run_cli("epoch", "403", "--offline", "--format", fmt, db=db)
         assert r.returncode in (0, 1, 3) and r.stdout, r.stderr
         outputs.append(r.stdout + r.stderr)
@@ -91,6 +100,11 @@ def test_no_secret_leaks_anywhere(tmp_path, db, server):
     # collecting through the report commands prints the same way
     r = run_cli("epoch", "403", "--node", node, "--accounting", acct, "--format", "json", db=db)
     outputs.append(r.stdout + r.stderr)
+    daily, prom = tmp_path / "daily", tmp_path / "auditor.prom"
+    r = run_cli("report", "daily", "--out", str(daily), "--epoch", "403", "--offline",
+                "--prom-textfile", str(prom), db=db)
+    assert r.returncode in (0, 1, 3) and prom.is_file(), r.stderr
+    outputs += [r.stderr, prom.read_text()] + [f.read_text() for f in daily.rglob("*") if f.is_file()]
 
     assert_clean("stderr", "\n".join(stderr))
     assert_clean("a report", "\n".join(outputs))
