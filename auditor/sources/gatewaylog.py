@@ -400,7 +400,8 @@ class _Ingest:
             rec = self.by_path(t.path)
             if rec is not None and self._same_file(rec, t):
                 out[t.path] = rec
-        free = [r for r in self.recs.values() if r.kind != "stdin" and r not in out.values()]
+        taken = {r.file_id for r in out.values()}
+        free = [r for r in self.recs.values() if r.kind != "stdin" and r.file_id not in taken]
         moves: list[tuple[FileRec, Target]] = []
         # a file renamed (same inode) first, then content found again by its fingerprint
         # (a copy or a compressed copy), the record that read most of it first
@@ -411,7 +412,7 @@ class _Ingest:
                 cands = [r for r in free if self._continues(r, t, by_inode)]
                 if cands:
                     rec = max(cands, key=lambda r: r.byte_offset)
-                    free.remove(rec)
+                    free = [r for r in free if r is not rec]
                     out[t.path] = rec
                     moves.append((rec, t))
         given = {t.path for t in files}

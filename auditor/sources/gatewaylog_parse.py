@@ -55,8 +55,11 @@ WRAP_RE = (r'^\{"log":"(?:[^"\\\x00-\x1f]|' + _JSON_ESC + r'|\\/)*","stream":"[a
 JSON_LINE_RE = (rf'{PREFIX_RE}\{{"time":"[^"\\]*","level":"[^"\\]*","msg":"(?:[^"\\]|\\.)*",'
                 rf'(?:"request":"{_IDC}*",)?"stage":"{_ID}"[,}}]')
 # what DuckDB's JSON reader accepts and Python's (the reference) does not: a trailing comma,
-# NaN and infinities, numbers beyond a double; records with such text are checked strictly
-LENIENT_JSON_RE = r',\s*[\]}]|[:,\[]\s*[+-]?(?i:nan|inf)|[eE][+-]?[0-9]{3}'
+# NaN and infinities, numbers beyond a double. A record holding any of these texts (a cheap
+# literal search, and a regex for exponents) is checked again strictly
+LENIENT_JSON_TEXTS = [",}", ",]"] + [a + b for a in ":[," for b in ("n", "N", "i", "I", "-n", "-N", "-i", "-I", "+",
+                                                                  " ", "\t", "\r", "\n")]
+LENIENT_JSON_RE = r"[0-9][eE][+-]?[0-9]{3}|[0-9]{309}"
 
 SAMPLES_PER_REASON = 5
 SAMPLE_CHARS = 500
@@ -532,8 +535,8 @@ def _typed(df):
 def _vector_json(sub):
     """slog JSON stage records whose head is in the handler's order -> (rows with text
     timestamps, validity): DuckDB reads the head fields and checks the whole record in one
-    parse (records with text only DuckDB accepts, LENIENT_JSON_RE, are checked again
-    strictly); ``fields`` is the record without its head (time, level, msg, request, stage)."""
+    parse (records that may hold text only DuckDB accepts, LENIENT_JSON_TEXTS, are checked
+    again strictly); ``fields`` is the record without its head (time, level, msg, request, stage)."""
     import polars as pl
 
     ln = pl.col("line")
@@ -554,10 +557,11 @@ def _vector_json(sub):
         "        END AS j FROM _gw_block)", df.select("body"))
     df = pl.concat([df, head], how="horizontal")
     ok = df["ok"]
-    lax = df["body"].str.contains(LENIENT_JSON_RE).fill_null(False)
+    body = df["body"]
+    lax = (body.str.contains_any(LENIENT_JSON_TEXTS) | body.str.contains(LENIENT_JSON_RE)).fill_null(False)
     if lax.any():
         at = lax.arg_true()
-        strict = df["body"].gather(at).str.json_path_match("$").is_not_null()
+        strict = body.gather(at).str.json_path_match("$").is_not_null()
         ok = ok.scatter(at.filter(~strict), False)
     g = pl.col("g")
     # the request id of the head only (a later "request" key stays a field, as in parse_line)
