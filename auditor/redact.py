@@ -41,6 +41,10 @@ def redact_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return _fallback(url)
+    head, slash, rest = url.partition("/")
+    if not parts.netloc and "@" in head:
+        # no "//" ("user:password@host:port/path" as typed): what comes before the first "/" is the authority
+        return MASK + "@" + head.rpartition("@")[2] + slash + (redact_url(rest) if rest else "")
     netloc = parts.netloc
     if "@" in netloc:
         netloc = MASK + "@" + netloc.rpartition("@")[2]

@@ -127,9 +127,19 @@ def test_no_secret_leaks_anywhere(tmp_path, db, server):
      "http://host/m?refresh_token=***&Password=***&secret=***&auth=***&sig=***&apikey=***&key=***"),
     ("http://host/x?pagination.key=abc&height=5", "http://host/x?pagination.key=abc&height=5"),
     ("http://host:8000/chain-api/x", "http://host:8000/chain-api/x"),
+    ("user:pw@host:8000/x?token=t", "***@host:8000/x?token=***"),  # typed without a scheme
+    ("user:pw@host:8000", "***@host:8000"),
+    ("http://host/a@b", "http://host/a@b"),
 ])
 def test_redact_url(url, shown):
     assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize("url", ["http://u:pw-SECRET@h:port", "u:pw-SECRET@127.0.0.1:9", "ftp://u:pw-SECRET@h"])
+def test_an_unusable_node_url_is_a_usage_error_without_the_secret(db, url):
+    r = run_cli("collect", "-e", "403", "--node", url, db=db)
+    assert r.returncode == 2, r.stderr
+    assert "not a usable URL: " in r.stderr and "***" in r.stderr and "SECRET" not in r.stderr
 
 
 def test_redact_text_and_headers():

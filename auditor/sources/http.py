@@ -221,9 +221,11 @@ class JsonClient:
         self.bases = [b.rstrip("/") for b in self.bases]
         for b in self.bases:
             try:
-                httpx.URL(b)
+                url = httpx.URL(b)
             except httpx.InvalidURL as exc:
                 raise UsageError(f"not a usable URL: {redact_url(b)} ({exc})") from None
+            if url.scheme not in ("http", "https") or not url.host:
+                raise UsageError(f"not a usable URL: {redact_url(b)} (give http://HOST[:PORT] or https://...)")
         if self.deadline is None:
             self.deadline = DEADLINE_FACTOR * self.timeout
         self._http = _with_deadlines(httpx.Client(
