@@ -190,11 +190,15 @@ def rate_limited(retry_after: str, times: int = 2) -> Behaviour:
     return behaviour
 
 
-def summaries_of(epoch: int) -> Behaviour:
+def of_epoch(key: str, epoch: int, only: str = "") -> Behaviour:
+    """The recorded answer with the epoch_index of its ``key`` item(s) changed (for the
+    requests whose path and query hold ``only``)."""
     def behaviour(h, entry):
         data = json.loads(entry["body"])
-        for s in data["epochPerformanceSummary"]:
-            s["epoch_index"] = str(epoch)
+        if only in h.path:
+            items = data[key] if isinstance(data[key], list) else [data[key]]
+            for x in items:
+                x["epoch_index"] = str(epoch)
         send(h, 200, json.dumps(data).encode())
     return behaviour
 
@@ -276,17 +280,42 @@ def test_a_retry_after_date_is_honoured(db, hostile):
     assert one(db, "SELECT count(*) FROM chain_performance") == 27
 
 
-def test_summaries_of_another_epoch_are_a_shape_error_and_the_epoch_not_complete(db, hostile):
-    node = hostile({SUMMARY: summaries_of(402)})
+@pytest.mark.parametrize("path, behaviour, item, why", [
+    (SUMMARY, of_epoch("epochPerformanceSummary", 402), "epoch_performance_summary",
+     "summaries of epoch 402, not 403"),
+    (f"{API}/epoch_group_data/404", of_epoch("epoch_group_data", 403), "epoch_group_data (N+1)",
+     "epoch group data of epoch 403, not 404"),
+    (f"{API}/epoch_group_data/403", of_epoch("epoch_group_data", 402, "model_id=zai-org"),
+     "epoch_group_data model=zai-org/GLM-5.3-Flash", "epoch group data of epoch 402, not 403"),
+    (f"{API}/excluded_participants/403", of_epoch("items", 402), "excluded_participants",
+     "exclusions of epoch 402, not 403"),
+    (f"{API}/confirmation_poc_events/403", of_epoch("events", 402), "confirmation_poc_events",
+     "events of epoch 402, not 403"),
+], ids=["summaries", "next-group", "model-group", "exclusions", "cpoc-events"])
+def test_an_answer_for_another_epoch_is_a_shape_error_and_the_epoch_not_complete(db, hostile, path, behaviour,
+                                                                                  item, why):
+    node = hostile({path: behaviour})
     r = collect(db, node.url)
-    assert_summary_missing(db, r, "the summaries are of epoch 402, not 403")
-    assert one(db, "SELECT source_url FROM coverage WHERE item = 'epoch_performance_summary'").startswith(node.url)
+    assert r.returncode == 3 and "Traceback" not in r.stderr and why in r.stderr, r.stderr
+    (status, detail, url), = q(db, "SELECT status, detail, source_url FROM coverage WHERE item = ?", [item])
+    assert status == "missing" and why in detail and (node.url + path) in (url or detail)
+    assert one(db, "SELECT complete FROM chain_epochs") is False
+    if item == "epoch_performance_summary":
+        assert_summary_missing(db, r, why)
     # not cached as finished: a later collect asks again and, from a good node, completes
     good = hostile({})
     r = collect(db, good.url)
     assert r.returncode == 0, r.stderr
     assert one(db, "SELECT count(*) FROM chain_performance") == 27
     assert one(db, "SELECT complete FROM chain_epochs") is True
+
+
+def test_a_root_group_of_another_epoch_stores_nothing(db, hostile):
+    node = hostile({f"{API}/epoch_group_data/403": of_epoch("epoch_group_data", 402)})
+    r = collect(db, node.url)
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].endswith("epoch group data of epoch 402, not 403")
+    assert one(db, "SELECT count(*) FROM chain_epochs") == 0
 
 
 def test_an_empty_summary_of_a_settled_epoch_is_one_missing_row(db, hostile):

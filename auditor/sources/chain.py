@@ -341,7 +341,7 @@ class _Run:
               height: int | None = None, required: bool = False,
               check: Callable[[Any], str | None] | None = None) -> tuple[Any, Response] | None:
         """Fetch and decode one item; a failure, or an answer ``check`` rejects with a reason,
-        is recorded as missing (or raised if required)."""
+        is recorded as missing (or raised as a SourceError if required)."""
         try:
             resp = self.client.get(path, params, height=height)
             value = decode(model, resp)
@@ -351,6 +351,8 @@ class _Run:
             self.missing(item, str(exc), height=height)
             return None
         why = check(value) if check else None
+        if why and required:
+            raise SourceError(f"{resp.url}: {why}")
         if why:
             self.missing(item, why, height=height, url=resp.url)
             return None
@@ -360,6 +362,23 @@ class _Run:
     def missing(self, item: str, why: str, *, height: int | None = None, url: str | None = None) -> None:
         self.report.missing.append(f"{item}: {why}")
         self.coverage.append(_cov(self.epoch, item, "missing", why, url, height, utcnow()))
+
+
+def _foreign(epoch: int, indices: list[int], what: str) -> str | None:
+    """The shape error of an answer that has items and none of them of ``epoch``
+    (an epoch_index of 0 is one the node did not say): a node answering for another epoch."""
+    if indices and not {0, epoch} & set(indices):
+        return f"unexpected response shape: {what} of epoch {', '.join(map(str, sorted(set(indices))))}, not {epoch}"
+    return None
+
+
+def _ours(epoch: int, items: list[Any]) -> list[Any]:
+    """The items of ``epoch`` (or that do not say)."""
+    return [x for x in items if x.epoch_index in (0, epoch)]
+
+
+def _group_of(epoch: int) -> Callable[[EpochGroupDataResponse], str | None]:
+    return lambda r: _foreign(epoch, [r.epoch_group_data.epoch_index], "epoch group data")
 
 
 def _cov(epoch, item, status, detail, url, height, fetched_at) -> dict[str, Any]:
@@ -418,7 +437,7 @@ def _root_group(run: _Run) -> None:
     """1. Root group of N (required: without it there is no epoch to audit)."""
     try:
         root, run.root_resp = run.fetch("epoch_group_data", f"{API}/epoch_group_data/{run.epoch}",
-                                        EpochGroupDataResponse, required=True)
+                                        EpochGroupDataResponse, required=True, check=_group_of(run.epoch))
     except NotFoundError as exc:
         raise SourceError(f"epoch {run.epoch} does not exist on the chain ({exc})") from exc
     run.root = root.epoch_group_data
@@ -428,7 +447,8 @@ def _next_root_group(run: _Run) -> None:
     """2. Root group of N+1: S(N+1); absent means N is not settled yet."""
     item = "epoch_group_data (N+1)"
     try:
-        got = run.fetch(item, f"{API}/epoch_group_data/{run.epoch + 1}", EpochGroupDataResponse, required=True)
+        got = run.fetch(item, f"{API}/epoch_group_data/{run.epoch + 1}", EpochGroupDataResponse, required=True,
+                        check=_group_of(run.epoch + 1))
         run.nxt = got[0].epoch_group_data
     except NotFoundError:
         run.report.notes.append(f"epoch {run.epoch + 1} does not exist yet: epoch {run.epoch} is not settled")
@@ -465,7 +485,7 @@ def _model_groups(run: _Run) -> None:
     _weights(run, "", run.root.validation_weights, _prov(run.root_resp))
     for model_id in run.progress.track(run.root.sub_group_models, f"epoch {run.epoch}: model groups"):
         got = run.fetch(f"epoch_group_data model={model_id}", f"{API}/epoch_group_data/{run.epoch}",
-                        EpochGroupDataResponse, params={"model_id": model_id})
+                        EpochGroupDataResponse, params={"model_id": model_id}, check=_group_of(run.epoch))
         if not got:
             continue
         g, resp = got[0].epoch_group_data, got[1]
@@ -480,22 +500,16 @@ def _model_groups(run: _Run) -> None:
 def _performance(run: _Run) -> None:
     """5a. Performance summaries of N: only rows of N are kept, and an answer that keeps
     none when it should (rows of another epoch; nothing for a settled epoch) is missing."""
-    def ours(r: PerformanceSummaryList) -> list[PerformanceSummary]:
-        return [s for s in r.summaries if s.epoch_index in (0, run.epoch)]
-
     def usable(r: PerformanceSummaryList) -> str | None:
-        if r.summaries and not ours(r):
-            others = ", ".join(str(e) for e in sorted({s.epoch_index for s in r.summaries}))
-            return f"unexpected response shape: the summaries are of epoch {others}, not {run.epoch}"
         if run.settled and not r.summaries:
             return "the node returned no rows for a settled epoch"
-        return None
+        return _foreign(run.epoch, [s.epoch_index for s in r.summaries], "summaries")
 
     got = run.fetch("epoch_performance_summary", f"{API}/epoch_performance_summary/{run.epoch}",
                     PerformanceSummaryList, check=usable)
     if not got:
         return
-    for s in ours(got[0]):
+    for s in _ours(run.epoch, got[0].summaries):
         run.rows("chain_performance").append({
             "epoch": run.epoch, "participant": s.participant_id, "inference_count": s.inference_count,
             "missed_requests": s.missed_requests, "earned_coins": s.earned_coins,
@@ -506,9 +520,10 @@ def _performance(run: _Run) -> None:
 
 def _exclusions(run: _Run) -> None:
     """5b. Participants excluded in N."""
-    got = run.fetch("excluded_participants", f"{API}/excluded_participants/{run.epoch}", ExcludedResponse)
+    got = run.fetch("excluded_participants", f"{API}/excluded_participants/{run.epoch}", ExcludedResponse,
+                    check=lambda r: _foreign(run.epoch, [x.epoch_index for x in r.items], "exclusions"))
     if got:
-        for x in got[0].items:
+        for x in _ours(run.epoch, got[0].items):
             run.rows("chain_excluded").append({
                 "epoch": run.epoch, "participant": x.address, "reason": x.reason,
                 "exclusion_height": x.exclusion_block_height, **_prov(got[1])})
@@ -516,8 +531,9 @@ def _exclusions(run: _Run) -> None:
 
 def _cpoc_events(run: _Run) -> None:
     """5c. Confirmation-PoC events, with their computed windows (added to the boundary heights)."""
-    got = run.fetch("confirmation_poc_events", f"{API}/confirmation_poc_events/{run.epoch}", CpocEventsResponse)
-    run.events = got[0].events if got else []
+    got = run.fetch("confirmation_poc_events", f"{API}/confirmation_poc_events/{run.epoch}", CpocEventsResponse,
+                    check=lambda r: _foreign(run.epoch, [e.epoch_index for e in r.events], "events"))
+    run.events = _ours(run.epoch, got[0].events) if got else []
     p = run.p
     for ev in run.events:
         w = cpoc_windows(ev.trigger_height, p) if p else None
