@@ -66,6 +66,10 @@ def test_1799_sequence_is_spurious_with_its_numbers(fixture_report):
     assert d["replacement_escrow"] == 80620
     cf = d["counterfactual"]
     assert cf["action"] == "route" and cf["escrow"] == STORY["affordable_alternative"]
+    life = {e["escrow"]: e for e in fixture_report["escrows"]}[80502]   # creation, use, failure, end
+    assert life["created"]["replaces"] == 80401 and life["chain"]["amount"] == 80_000_000
+    assert life["requests_served"] == 12 and life["reserved_at_most"] == 12 * (20_000 + 4096) * 100
+    assert [f["reservation"] for f in life["failures"]] == [92_998_400] and life["end"] == "spurious"
 
 
 def test_every_deactivation_of_the_fixture_is_classified(fixture_report):

@@ -651,6 +651,8 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     epoch_deacts = {d["escrow"]: d for d in deacts}
     mints, peaks = _mints(store, epoch, all_deacts, spans, opts)
     costs = _costs(deacts, lives, uses)
+    escrows = [_life(life, uses, epoch_deacts.get(eid)) for eid, life in sorted(lives.items())
+               if life["creation_epoch"] == epoch or eid in epoch_deacts]
     unplaced = [eid for eid, life in lives.items() if life["creation_epoch"] is None and eid not in epoch_deacts]
     notes: list[str] = []
     cov_missing = [f"{r['item']}: {r['detail']}" for r in store.rows(
@@ -673,7 +675,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         counts[d["classification"]] += 1
     data = {"epoch": epoch, "available": True, "threshold": opts.threshold, "threshold_source": threshold_source,
             "classifications": dict(counts), "deactivations": deacts, "mints": mints, "peaks": peaks,
-            "costs": costs, "notes": notes}
+            "costs": costs, "escrows": escrows, "notes": notes}
     tables = _tables(deacts, mints, peaks, costs, notes)
     header = [("epoch", str(epoch)),
               ("deactivations", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none in the logs read"),
@@ -683,6 +685,39 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                 "log_spans": [{"path": s["path"], "first": iso(s["first_ts"]), "last": iso(s["last_ts"])}
                               for s in spans.spans]}
     return Result(KEY, TITLE, data, tables, findings, coverage, complete=not cov_missing, header=header)
+
+
+def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[str, Any]:
+    """One escrow's life: creation, use, failures, end."""
+    price = life["token_price"]
+    reqs = uses.by_escrow.get(life["escrow"], [])
+    served = [r for r in reqs if not r["insufficient_balance"]]
+    costs = [uses.max_cost(r, price) for r in served]
+    failures = []
+    for r in reqs:
+        if r["insufficient_balance"]:
+            mt = r["max_tokens_logged"] or DEFAULT_MAX_TOKENS
+            failures.append({"request": r["request"], "at": iso(r["failed_at"] or r["ts"]),
+                             "input_bytes": r["input_bytes"], "max_tokens": mt,
+                             "max_tokens_logged": r["max_tokens_logged"] is not None,
+                             "reservation": reservation(r["input_bytes"], mt, price)})
+    return {
+        "escrow": life["escrow"], "model": life["model"], "creation_epoch": life["creation_epoch"],
+        "epoch_source": life["epoch_source"],
+        "created": {"at": iso(life["minted_at"]), "role": life["role"], "tx_hash": life["mint_tx"],
+                    "replaces": life["replaces_escrow"]} if life["minted_at"] or life["replaces_escrow"] else None,
+        "chain": ({"amount": life["amount"], "token_price": price, "settled": life["chain_settled"],
+                   "creator": life["creator"]} if life["chain_found"] else None),
+        "chain_status": ("found" if life["chain_found"] else "not found (never existed or pruned)"
+                         if life["chain_probed"] else "not collected"),
+        "requests_served": len(served),
+        "attempts": sum(max(int(r["attempts"] or 0), 1) for r in served),
+        "reserved_at_most": sum(costs) if None not in costs else None,
+        "failures": failures,
+        "first_seen": iso(life["first_seen"]), "last_seen": iso(life["last_seen"]),
+        "accounting_latest_nonce": life["acct_latest_nonce"],
+        "end": d["classification"] if d else None,
+    }
 
 
 def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: int) -> list[Finding]:
