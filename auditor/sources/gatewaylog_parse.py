@@ -8,10 +8,12 @@ Three paths with one meaning:
   Docker json-file wrapper, slog JSON and slog text records).
 * :func:`parse_block` parses a block of complete lines at once. The compiled tokenizer
   (``auditor/_logscan.c``, when pip could build it) takes the common text lines in one
-  pass; polars takes the other common shapes (text lines whose values need no unescaping
-  beyond JSON's, slog JSON stage records) when there are enough of them; every other line
-  goes to :func:`parse_line`. Its output for a line is the same whichever path took it
-  (the property tests compare all three).
+  pass; when enough lines are left, polars and DuckDB take the slog JSON stage records and
+  unwrap the Docker json-file records (whose lines go through the tokenizer again); every
+  other line goes to :func:`parse_line`, which without the tokenizer reads all text lines
+  (slowly). Its output for a line is the same whichever path took it (the property tests
+  and tests/fuzz compare them), and it never raises on a block's content: a line that
+  breaks a parser is rejected (``parse_error``), the rest of the block kept.
 
 An event's ``fields`` is a JSON object text holding every ``key=value`` pair of the line
 except the line's identity (``request=`` before ``stage=`` and the first ``stage=``), values
