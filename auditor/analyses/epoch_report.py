@@ -38,6 +38,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     options = options or Options()
     settled, complete = require_epoch(store, epoch)
     parts = [analysis(store, epoch, options) for analysis in ANALYSES]
+    _miss_test_cpoc_evidence({p.key: p for p in parts})
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}
     for part in parts:
@@ -79,3 +80,13 @@ def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tup
         lines.append((f"no {source}", f"{', '.join(needs)}: unknown, not zero" if needs
                       else "not collected; nothing in this report relies on it alone"))
     return lines
+
+
+def _miss_test_cpoc_evidence(parts: dict[str, Result]) -> None:
+    """Each ``reward_zeroed_miss_test`` gains how many of the participant's misses the
+    poc-overload analysis places in CPoC windows (from its data: no second run)."""
+    mt, po = parts.get(misstest.KEY), parts.get(poc_overload.KEY)
+    if mt is None or po is None or po.unavailable or not isinstance(po.data, dict):
+        return
+    mt.findings = poc_overload.with_cpoc_evidence(mt.findings, po.data.get("cpoc_misses", {}),
+                                                  po.data.get("windows", []))

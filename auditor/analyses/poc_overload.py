@@ -405,7 +405,8 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         if not c["windows"]:
             c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
     if opt.miss_test_findings:
-        findings.extend(_zeroed_findings(store, epoch, cpoc_misses, windows))
+        zeroed = [f for f in misstest.run(store, epoch, Options()).findings if f.code == "reward_zeroed_miss_test"]
+        findings.extend(with_cpoc_evidence(zeroed, cpoc_misses, windows))
 
     budget = _metrics_budget(store.query("poc_overload_metrics_budget"), timed, per_10000)
     if budget:
@@ -578,11 +579,14 @@ def cpoc_misses_by_participant(store: Store, epoch: int) -> dict[str, dict]:
     return res.data.get("cpoc_misses", {}) if isinstance(res.data, dict) else {}
 
 
-def _zeroed_findings(store: Store, epoch: int, cpoc: Mapping[str, dict], windows: list[dict]) -> list[Finding]:
-    mt = misstest.run(store, epoch, Options())
+def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], windows: list[dict]) -> list[Finding]:
+    """The miss test's findings, each ``reward_zeroed_miss_test`` with how many of the
+    participant's misses the evidence places in CPoC windows (``cpoc_misses`` and ``windows``
+    of this analysis's data). ``auditor epoch N`` and this command both use it."""
     out = []
-    for f in mt.findings:
+    for f in findings:
         if f.code != "reward_zeroed_miss_test":
+            out.append(f)
             continue
         p = f.subject["id"]
         c = cpoc.get(p)
