@@ -119,7 +119,8 @@ def test_404_is_not_found_as_the_chain_docs_say(tmp_path, store, record_server):
 def test_ids_come_from_accounting_too(tmp_path, store, record_server):
     store.insert("acct_escrow_nonces", [{"epoch": 396, "participant": "gonka1p", "model": DS,
                                          "escrow_id": "80555", "latest_nonce": 40}])
-    assert escrows.to_probe(store) == [{"escrow_id": 80555, "hint_epoch": 396}]
+    assert escrows.to_probe(store) == [{"escrow_id": 80555, "hint_epoch": 396, "pin_height": None,
+                                        "tried_pinned": False}]
 
 
 def test_a_mismatched_answer_is_missing_not_stored(tmp_path, store, record_server):
@@ -129,3 +130,48 @@ def test_a_mismatched_answer_is_missing_not_stored(tmp_path, store, record_serve
     report = probe(store, server.url)
     assert not report.complete and "80999" in report.missing[0]
     assert store.one("SELECT count(*) FROM chain_escrows")[0] == 0
+
+
+def pruned_setup(tmp_path: Path, store: Store, eid: int = 70001) -> None:
+    """An escrow of epoch 394 the accounting API names, and epoch 394's settlement height."""
+    store.insert("chain_epochs", [{"epoch": 394, "settlement_height": 6_090_000, "settled": True,
+                                   "complete": True}])
+    store.insert("acct_escrow_nonces", [{"epoch": 394, "participant": "gonka1p", "model": DS,
+                                         "escrow_id": str(eid), "latest_nonce": 40}])
+    ingest(store, [str(log_with(tmp_path, [80502]))], Progress(quiet=True))
+
+
+def test_a_pruned_escrow_is_read_at_its_epochs_settlement_height(tmp_path, store, record_server):
+    pruned_setup(tmp_path, store)
+    body = escrow_body(70001, settled=True)
+    body["escrow"]["epoch_index"] = "394"
+    server = record_server(write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/70001", "body": {"found": False}},
+        {"path": f"{API}/devshard_escrow/70001", "height": 6_090_000, "body": body},
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80502, settled=False)},
+    ]))
+    report = probe(store, server.url)
+    assert report.complete
+    row = store.rows("SELECT found, settled, height, epoch_index FROM chain_escrows WHERE escrow_id = 70001")[0]
+    assert row == {"found": True, "settled": True, "height": 6_090_000, "epoch_index": 394}
+    assert [h for p, h, _ in server.log if p.endswith("/70001")] == [None, "6090000"]
+    assert "pruned" in store.one("SELECT detail FROM coverage WHERE item = 'devshard_escrow/70001'")[0]
+    probe(store, server.url)
+    assert len([p for p, _, _ in server.log if p.endswith("/70001")]) == 2  # settled: cached
+
+
+def test_a_pruned_escrow_on_a_node_without_history_is_missing(tmp_path, store, record_server):
+    pruned_setup(tmp_path, store)
+    server = record_server(write_recording(tmp_path / "rec", [
+        {"path": f"{API}/devshard_escrow/70001", "body": {"found": False}},
+        {"path": f"{API}/devshard_escrow/70001", "height": 6_090_000, "status": 500,
+         "body": {"code": 2, "message": "version does not exist"}},
+        {"path": f"{API}/devshard_escrow/80502", "body": escrow_body(80502, settled=False)},
+    ]))
+    report = probe(store, server.url)
+    assert not report.complete and "pinned read at height 6090000 failed" in report.missing[0]
+    assert store.one("SELECT found, height FROM chain_escrows WHERE escrow_id = 70001") == (False, None)
+    cov = store.one("SELECT status, detail FROM coverage WHERE item = 'devshard_escrow/70001'")
+    assert cov[0] == "missing" and "archive node" in cov[1]
+    probe(store, server.url)   # asked again: an archive node may be given next time
+    assert len([p for p, h, _ in server.log if p.endswith("/70001") and h]) > 1

@@ -9,6 +9,11 @@ answer ``{"escrow": DevshardEscrow, "found": bool}`` (12.3) becomes one row of
   the current and previous epoch's escrows only). One below the largest id found is known to
   have existed, so it was pruned and is not asked again.
 - A settled escrow never changes again: it is never probed again (cached).
+- ``found: false`` for an escrow whose creation epoch's settlement height V(E+1) the store
+  knows (``chain_epochs``) is asked again pinned at that height (``x-cosmos-block-height``):
+  the chain prunes escrows of epochs <= current - 2, and every escrow of E still exists at
+  V(E+1), so an archive node can answer. A node that cannot (not an archive node) leaves the
+  record missing in coverage.
 - An id the node could not answer (down, malformed, HTTP error other than 404) keeps
   whatever row it had, and gets a ``missing`` coverage row (source ``chain_escrows``); the
   run report lists it, which makes the command exit 3.
@@ -87,26 +92,13 @@ def collect(store: Store, client: JsonClient, progress: Progress) -> CollectRepo
     rows: list[dict[str, Any]] = []
     cov: list[dict[str, Any]] = []
     for want in progress.track(todo, "escrows: devshard_escrow/{id}"):
-        eid, hint = int(want["escrow_id"]), want["hint_epoch"]
-        path = f"{API}/devshard_escrow/{eid}"
-        try:
-            resp = client.get(path)
-            answer = decode(DevshardEscrowResponse, resp)
-            row = _row(eid, answer, resp)
-        except NotFoundError as exc:
-            rows.append({"escrow_id": eid, "found": False, "raw": None, "source_url": None,
-                         "height": None, "fetched_at": utcnow()})
-            cov.append(coverage_row(SOURCE, item(eid), "ok",
-                                    f"HTTP 404, treated as found: false (chain-api.md 1.6): {exc}", epoch=hint))
-        except SourceError as exc:
-            # the client's messages carry no credentials (http.py redacts its URLs)
-            cov.append(coverage_row(SOURCE, item(eid), "missing", str(exc), epoch=hint))
-            report.missing.append(f"{item(eid)}: {exc}")
-        else:
-            rows.append(row)
-            detail = None if answer.found else "found: false (never existed, or pruned)"
-            cov.append(coverage_row(SOURCE, item(eid), "ok", detail, epoch=row.get("epoch_index") or hint,
-                                    url=resp.url, fetched_at=resp.fetched_at))
+        eid, hint, pin = int(want["escrow_id"]), want["hint_epoch"], want["pin_height"]
+        got = _probe(client, eid, hint, None if want["tried_pinned"] else pin, report)
+        if got is not None:
+            row, c = got
+            if row is not None:
+                rows.append(row)
+            cov.append(c)
         if len(cov) >= BATCH:
             _write(store, rows, cov)
             report.add("chain_escrows", len(rows))
@@ -115,6 +107,44 @@ def collect(store: Store, client: JsonClient, progress: Progress) -> CollectRepo
     report.add("chain_escrows", len(rows))
     report.notes.append(f"{client.requests_sent - sent_before} requests")
     return report
+
+
+def _probe(client: JsonClient, eid: int, hint: int | None, pin: int | None,
+           report: CollectReport) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
+    """One escrow: ``(row or None, coverage row)``. A ``{"found": false}`` answer is asked again
+    at ``pin`` (its epoch's settlement height, when known), where a pruned record still exists
+    on an archive node; that read failing is missing coverage (the unpinned answer is kept)."""
+    path = f"{API}/devshard_escrow/{eid}"
+    try:
+        resp = client.get(path)
+        answer = decode(DevshardEscrowResponse, resp)
+        row = _row(eid, answer, resp)
+    except NotFoundError as exc:
+        return ({"escrow_id": eid, "found": False, "raw": None, "source_url": None, "height": None,
+                 "fetched_at": utcnow()},
+                coverage_row(SOURCE, item(eid), "ok", f"HTTP 404, treated as found: false (chain-api.md 1.6): {exc}",
+                             epoch=hint))
+    except SourceError as exc:
+        # the client's messages carry no credentials (http.py redacts its URLs)
+        report.missing.append(f"{item(eid)}: {exc}")
+        return None, coverage_row(SOURCE, item(eid), "missing", str(exc), epoch=hint)
+    if not answer.found and pin is not None:
+        try:
+            presp = client.get(path, height=pin)
+            panswer = decode(DevshardEscrowResponse, presp)
+            prow = _row(eid, panswer, presp)
+        except SourceError as exc:
+            why = (f"not found in the current state (pruned: epoch {hint} is older than the previous epoch); "
+                   f"the read pinned at its settlement height {pin} failed, which needs an archive node: {exc}")
+            report.missing.append(f"{item(eid)}: pruned, and the pinned read at height {pin} failed")
+            return row, coverage_row(SOURCE, item(eid), "missing", why, epoch=hint, url=resp.url)
+        detail = (f"pruned from the current state; read at height {pin} (epoch {hint}'s settlement)"
+                  if panswer.found else f"found: false, also at height {pin}")
+        return prow, coverage_row(SOURCE, item(eid), "ok", detail, epoch=prow.get("epoch_index") or hint,
+                                  url=presp.url, height=pin, fetched_at=presp.fetched_at)
+    detail = None if answer.found else "found: false (never existed, or pruned)"
+    return row, coverage_row(SOURCE, item(eid), "ok", detail, epoch=row.get("epoch_index") or hint,
+                             url=resp.url, fetched_at=resp.fetched_at)
 
 
 def _row(eid: int, answer: DevshardEscrowResponse, resp) -> dict[str, Any]:
