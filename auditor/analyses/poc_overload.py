@@ -334,6 +334,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                 "peak_inflight": prof["peak"],
                 "peak_at": utc_text(prof["peak_at"]) if prof["peak"] else None,
                 "p95_inflight_per_second": _percentile(prof["per_second"], 0.95),
+                "inflight_series": _series(prof["per_second"], start),
                 "requests": len(mine_win),
                 "requests_per_minute": _per_minute(len(mine_win), win_s),
                 "busiest_minute": max(by_minute.values()) if by_minute else 0,
@@ -422,6 +423,17 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
     return Result(KEY, TITLE, data, _tables(windows, notes, per_source), findings, coverage,
                   complete=not missing, header=_header(data, span))
+
+
+SERIES_POINTS = 360
+
+
+def _series(per_second: Sequence[int], start: datetime) -> dict:
+    """The window's in-flight load for a chart: the most in flight in each step of
+    ``step_seconds`` (at most ``SERIES_POINTS`` steps), from ``start``."""
+    step = max(1, math.ceil(len(per_second) / SERIES_POINTS))
+    return {"start": utc_text(start), "step_seconds": step,
+            "max_inflight": [max(per_second[i:i + step]) for i in range(0, len(per_second), step)]}
 
 
 def _unknown_once(unknown: list[str], text: str) -> None:

@@ -78,11 +78,15 @@ def to_svg(chart: Chart) -> str:
         out.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{yy:.1f}" y2="{yy:.1f}" class="mark"/>'
                    f'<text x="{W - RIGHT - 4}" y="{yy - 4:.1f}" text-anchor="end" class="mark-label">'
                    f'{escape(str(m["name"]))} {_fmt(float(m["y"]))}</text>')
-    for i, s in enumerate(chart.series):                 # legend
-        x = LEFT + 8 + 150 * (i % 4)
-        y = TOP + 4 + 14 * (i // 4)
+    x, y = LEFT + 8, TOP + 4                             # legend, wrapped to the plot's width
+    for i, s in enumerate(chart.series):
+        name = str(s["name"])[:40]
+        width = 24 + 6 * len(name)
+        if x + width > W - RIGHT and x > LEFT + 8:
+            x, y = LEFT + 8, y + 14
         out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
-                   f'<text x="{x + 14}" y="{y + 9}" class="legend">{escape(str(s["name"]))[:22]}</text>')
+                   f'<text x="{x + 14}" y="{y + 9}" class="legend">{escape(name)}</text>')
+        x += width
     out.append("</svg>")
     return "".join(out)
 
@@ -112,7 +116,7 @@ def _bars(chart: Chart, y_at, pw: float) -> list[str]:
     for i in range(0, len(cats), step):
         cx = LEFT + slot * (i + 0.5)
         out.append(f'<text x="{cx:.1f}" y="{y_at(0) + 12:.1f}" transform="rotate(35 {cx:.1f} {y_at(0) + 12:.1f})" '
-                   f'class="tick">{escape(_label(cats[i]))[:16]}</text>')
+                   f'class="tick">{escape(_label(cats[i]))[:24]}</text>')
     return out
 
 
