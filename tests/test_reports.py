@@ -101,7 +101,7 @@ def test_html_report_is_self_contained_and_linked(demo, tmp_path):
     ids = set(re.findall(r'id="([^"]+)"', html))
     links = re.findall(r'href="#([^"]+)"', html)
     assert links and all(link in ids for link in links)
-    assert html.count('class="sortable"') > 5 and html.count("<svg") >= 1
+    assert html.count('class="sortable"') > 5 and html.count("<svg") >= 3    # miss test, load, targets
 
 
 def _browser():
@@ -142,7 +142,7 @@ def test_html_report_in_a_real_browser(demo, tmp_path):
             page.screenshot(path=os.environ["AUDITOR_SCREENSHOT"], full_page=False)
         browser.close()
     assert errors == []
-    assert drawn and all(n > 0 for n in drawn), drawn
+    assert len(drawn) >= 3 and all(n > 0 for n in drawn), drawn
     assert all(u.startswith("file://") for u in requests), requests
     assert col == sorted(col, reverse=True) and col[0] > col[-1]
 
