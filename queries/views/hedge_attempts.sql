@@ -23,8 +23,8 @@
 --              failure_reason=client_cancelled): it did not run to its own end.
 --   suppressed loser  a non-probe attempt that is not the winner of a race that has one,
 --              whose stream was suppressed because the other attempt won (a
---              stream_suppressed line, a first_token route=loser, or finished=true: a
---              non-winner can only finish after the winner existed), and which then ran on
+--              stream_suppressed line, or finished=true: a non-winner can only finish
+--              after the winner existed), and which then ran on
 --              to completion (finished=true) or to its own end (not cancelled).
 --   rescue     a race whose winner is a secondary and whose primary failed on its own
 --              (finished=false, not cancelled) or whose winning secondary was started by a
@@ -40,12 +40,33 @@
 --              (see hedging_totals.time_resolution).
 --   ttft_ms    started -> first_token (line times); receipt_ms is receipt_received's
 --              elapsed_ms field.
--- Reads: log_attempts, log_events, log_hedge_decisions.
+-- Reads: log_events (race_completed, decision_made and the attempt stages; the same lines
+-- log_attempts and log_hedge_decisions read, each JSON record parsed once for speed).
 CREATE OR REPLACE VIEW hedge_attempts AS
-WITH att AS (
-    SELECT a.*, a.file_id::BIGINT * 1000000000000 + a.line_no AS end_pos
-    FROM log_attempts a
-    WHERE a.request IS NOT NULL
+WITH rc AS (
+    -- one JSON parse per line: the fields of race_completed read in one call
+    SELECT file_id, line_no, ts, request, escrow, nonce, host,
+           file_id::BIGINT * 1000000000000 + line_no AS end_pos,
+           json_extract_string(fields, ['participant', 'model', 'input_tokens', 'winner', 'finished', 'responsive',
+                                        'has_receipt', 'attempt_ms', 'output_chunks', 'content_chunks', 'output_bytes',
+                                        'usage_tokens', 'probe', 'suspicious', 'failure_reason', 'stall_count',
+                                        'max_gap_ms']) AS v
+    FROM log_events
+    WHERE kind = 'stage' AND name = 'race_completed' AND request IS NOT NULL
+), att AS (
+    SELECT file_id, line_no, ts, request, escrow, nonce, host, end_pos,
+           v[1] AS participant, v[2] AS model, TRY_CAST(v[3] AS BIGINT) AS input_bytes,
+           coalesce(TRY_CAST(v[4] AS BOOLEAN), false) AS winner,       -- a line without the key: not the winner
+           coalesce(TRY_CAST(v[5] AS BOOLEAN), false) AS finished,
+           TRY_CAST(v[6] AS BOOLEAN) AS responsive, TRY_CAST(v[7] AS BOOLEAN) AS has_receipt,
+           TRY_CAST(v[8] AS BIGINT) AS attempt_ms, TRY_CAST(v[9] AS BIGINT) AS output_chunks,
+           TRY_CAST(v[10] AS BIGINT) AS content_chunks, TRY_CAST(v[11] AS BIGINT) AS output_bytes,
+           TRY_CAST(v[12] AS BIGINT) AS usage_tokens,
+           coalesce(TRY_CAST(v[13] AS BOOLEAN), false) AS probe,
+           coalesce(TRY_CAST(v[14] AS BOOLEAN), false) AS suspicious,
+           nullif(v[15], '') AS failure_reason, TRY_CAST(v[16] AS INTEGER) AS stall_count,
+           TRY_CAST(v[17] AS BIGINT) AS max_gap_ms
+    FROM rc
 ), per_nonce AS (
     SELECT escrow, nonce,
            min(file_id::BIGINT * 1000000000000 + line_no)
@@ -53,16 +74,22 @@ WITH att AS (
            min(ts) FILTER (WHERE name = 'started') AS started_ts,
            min(ts) FILTER (WHERE name = 'first_token') AS first_token_ts,
            min(ts) FILTER (WHERE name = 'winner_selected') AS winner_selected_ts,
-           bool_or(name = 'speculative_attempt_canceled') AS canceled_line
+           bool_or(name = 'speculative_attempt_canceled') AS canceled_line,
+           bool_or(name = 'stream_suppressed') AS stream_suppressed
     FROM log_events
     WHERE kind = 'stage' AND nonce IS NOT NULL AND escrow IS NOT NULL
       AND name IN ('prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
-                   'speculative_attempt_canceled')
+                   'speculative_attempt_canceled', 'stream_suppressed')
+    GROUP BY escrow, nonce
+), rcpt AS (
+    SELECT escrow, nonce, min(TRY_CAST(fields->>'elapsed_ms' AS BIGINT)) AS receipt_ms
+    FROM log_events
+    WHERE kind = 'stage' AND name = 'receipt_received' AND nonce IS NOT NULL AND escrow IS NOT NULL
     GROUP BY escrow, nonce
 ), trig AS (
     SELECT e.request, e.file_id::BIGINT * 1000000000000 + e.line_no AS pos,
            CASE e.name
-               WHEN 'secondary_immediate_start' THEN coalesce(e.fields->>'decision', d.decision)
+               WHEN 'secondary_immediate_start' THEN coalesce(e.fields->>'decision', '=decision')  -- the inference-level line has none
                WHEN 'receipt_timeout_wait_elapsed' THEN 'receipt_timeout'
                WHEN 'first_token_timeout_wait_elapsed' THEN 'first_token_timeout'
                WHEN 'attempt_failed' THEN 'attempt_failed'
@@ -70,26 +97,29 @@ WITH att AS (
                WHEN 'poc_probe_immediate_escalation' THEN 'poc_probe'
                WHEN 'phase_transition_retry' THEN 'phase_transition_aborted' END AS reason
     FROM log_events e
-    LEFT JOIN (SELECT request, first(decision ORDER BY file_id, line_no) AS decision
-               FROM log_hedge_decisions GROUP BY request) d ON d.request = e.request
     WHERE e.kind = 'stage' AND e.request IS NOT NULL
       AND e.name IN ('secondary_immediate_start', 'receipt_timeout_wait_elapsed', 'first_token_timeout_wait_elapsed',
                      'attempt_failed', 'suspicious_host_immediate_escalation', 'poc_probe_immediate_escalation',
                      'phase_transition_retry')
 ), dec AS (
-    SELECT request, first(primary_nonce ORDER BY file_id, line_no) AS decision_nonce,
-           first(decision ORDER BY file_id, line_no) AS decision,
-           first(ts ORDER BY file_id, line_no) AS decision_ts,
-           first(delay_ms ORDER BY file_id, line_no) AS delay_ms
-    FROM log_hedge_decisions WHERE request IS NOT NULL GROUP BY request
+    SELECT request, arg_min(nonce, pos) AS decision_nonce, arg_min(v[1], pos) AS decision,
+           arg_min(ts, pos) AS decision_ts, arg_min(TRY_CAST(v[2] AS BIGINT), pos) AS delay_ms
+    FROM (SELECT request, nonce, ts, file_id::BIGINT * 1000000000000 + line_no AS pos,
+                 json_extract_string(fields, ['decision', 'delay_ms']) AS v
+          FROM log_events WHERE kind = 'stage' AND name = 'decision_made' AND request IS NOT NULL)
+    GROUP BY request
+), lowest AS (
+    SELECT request, min(nonce) AS lowest_nonce FROM att WHERE NOT probe GROUP BY request
 ), joined AS (
     SELECT a.*, n.start_pos, n.started_ts, n.first_token_ts, n.winner_selected_ts,
+           coalesce(n.stream_suppressed, false) AS stream_suppressed, rc.receipt_ms,
            coalesce(n.canceled_line, false) OR coalesce(a.failure_reason = 'client_cancelled', false) AS cancelled,
-           d.decision_nonce, d.decision AS race_decision, d.decision_ts, d.delay_ms,
-           min(a.nonce) FILTER (WHERE NOT a.probe) OVER (PARTITION BY a.request) AS lowest_nonce
+           d.decision_nonce, d.decision AS race_decision, d.decision_ts, d.delay_ms, lo.lowest_nonce
     FROM att a
     LEFT JOIN per_nonce n ON n.escrow = a.escrow AND n.nonce = a.nonce
+    LEFT JOIN rcpt rc ON rc.escrow = a.escrow AND rc.nonce = a.nonce
     LEFT JOIN dec d ON d.request = a.request
+    LEFT JOIN lowest lo ON lo.request = a.request
 ), roles AS (
     SELECT j.*,
            coalesce(j.decision_nonce, j.lowest_nonce) AS race_primary_nonce,
@@ -99,8 +129,9 @@ WITH att AS (
                 ELSE 'secondary' END AS race_role
     FROM joined j
 ), reasons AS (
-    SELECT r.*, CASE WHEN r.race_role = 'primary' THEN 'primary' WHEN r.race_role = 'secondary' THEN t.reason END
-               AS start_reason
+    SELECT r.*, CASE WHEN r.race_role = 'primary' THEN 'primary'
+                     WHEN r.race_role = 'secondary' AND t.reason = '=decision' THEN r.race_decision
+                     WHEN r.race_role = 'secondary' THEN t.reason END AS start_reason
     FROM roles r
     ASOF LEFT JOIN trig t ON t.request = r.request AND coalesce(r.start_pos, r.end_pos) > t.pos
 ), race_facts AS (
@@ -127,7 +158,7 @@ WITH att AS (
                 'phase_transition_aborted'))) AS rescue,
            (NOT c.probe AND NOT c.winner AND c.race_has_winner) AS loser,
            (NOT c.probe AND NOT c.winner AND c.race_has_winner AND NOT c.cancelled
-            AND (c.finished OR c.stream_suppressed OR c.first_token_route = 'loser')) AS is_suppressed_loser,
+            AND (c.finished OR c.stream_suppressed)) AS is_suppressed_loser,
            CASE WHEN c.started_ts IS NOT NULL AND c.first_token_ts IS NOT NULL
                 THEN epoch_ms(c.first_token_ts) - epoch_ms(c.started_ts) END AS ttft_ms,
            CASE WHEN NOT c.probe AND NOT c.winner AND c.race_has_winner AND c.race_winner_selected_ts IS NOT NULL
@@ -138,7 +169,7 @@ WITH att AS (
 SELECT request, escrow, nonce, host, participant, model, race_ts, race_decision AS decision, delay_ms,
        race_primary_nonce AS primary_nonce, primary_inferred, race_role AS role, start_reason,
        winner, finished, responsive, has_receipt, probe, suspicious, failure_reason, cancelled,
-       stream_suppressed, first_token_route,
+       stream_suppressed,
        attempt_ms, output_chunks, content_chunks, output_bytes, usage_tokens, input_bytes, stall_count, max_gap_ms,
        receipt_ms, ttft_ms, started_ts, first_token_ts, ts AS end_ts,
        race_attempts, race_has_winner, winner_nonce, winner_host, winner_role, winner_start_reason, rescue,
