@@ -133,7 +133,7 @@ def machine() -> dict:
     return {"nproc": sh("nproc"), "cpu": model or platform.processor(), "memory": sh("free -h | sed -n 2p"),
             "python": platform.python_version(), "duckdb": duckdb.__version__, "polars": polars.__version__,
             "kernel": platform.release(),
-            "tokenizer": "compiled (auditor._logscan)" if _logscan is not None else "polars only (no C compiler?)"}
+            "tokenizer": "compiled (auditor._logscan)" if _logscan is not None else "reference parser only (no C compiler?)"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,7 +74,7 @@ def test_every_format_loads_all_81_lines(formats_db):
 
 
 def test_without_the_compiled_tokenizer_same_rows_and_a_note(formats_db, tmp_path):
-    """AUDITOR_NO_COMPILED=1 parses with polars alone: the same rows, and the run says so."""
+    """AUDITOR_NO_COMPILED=1 parses without the compiled tokenizer: the same rows, and the run says so."""
     db = tmp_path / "pure.duckdb"
     args = [a for f in [*FORMATS, "section12-7.log", "escapes.log"] for a in ("--gateway-log", str(LOGS / f))]
     r = run_cli("collect", *args, db=db, env={"AUDITOR_NO_COMPILED": "1"})

@@ -511,7 +511,7 @@ def _split_lines(block: bytes):
 
 def _typed(df):
     """Rows with text timestamps (dts, rts, gts), fmt and kind names -> (EVENT_COLUMNS
-    without the lifted keys, the rows whose Docker or Go timestamp is not a time)."""
+    without the lifted keys, the line numbers whose Docker or Go timestamp is not a time)."""
     import polars as pl
 
     d = pl.col("dts").str.to_datetime(D_FMT, time_unit="us", time_zone="UTC", strict=False)
@@ -531,7 +531,7 @@ def _typed(df):
         fmt=pl.col("fmt").replace_strict(FMT_CODES, return_dtype=pl.Int8),
         level="level", is_stage=pl.col("kind") == "stage", name="name", request="request", fields="fields",
     )
-    return typed, df.filter(pl.col("bad_ts")).select("line_no", "byte_offset", "line")
+    return typed, df.filter(pl.col("bad_ts"))["line_no"]
 
 
 def _vector_json(sub):
@@ -547,7 +547,7 @@ def _vector_json(sub):
     has_d = pfx.str.slice(4, 1) == "-"
     sp = pfx.str.find(" ", literal=True)
     df = df.select(
-        "line_no", "byte_offset", "line",
+        "line_no", "byte_offset",
         dts=pl.when(has_d).then(pfx.str.slice(0, sp)),
         g=pl.when(has_d).then(pfx.str.slice(sp + 1)).otherwise(pfx),
         body=ln.str.slice(pfx.str.len_chars()),
@@ -573,7 +573,7 @@ def _vector_json(sub):
         gts=pl.when(g.str.len_bytes() > 0).then(g.str.head(-1)),
         fmt=pl.lit("json"), level="level", kind=pl.lit("stage"), name="name",
         request=pl.when(head_req).then(pl.col("request")),
-        fields=pl.col("body").str.replace(JHEAD_RE + ",?", "{"), line="line",
+        fields=pl.col("body").str.replace(JHEAD_RE + ",?", "{"),
     )
     return out, ok
 
@@ -642,8 +642,7 @@ def _other_schema():
     import polars as pl
 
     return {"line_no": pl.Int64, "byte_offset": pl.Int64,
-            **{c: pl.String for c in ("dts", "rts", "gts", "fmt", "level", "kind", "name", "request", "fields",
-                                      "line")}}
+            **{c: pl.String for c in ("dts", "rts", "gts", "fmt", "level", "kind", "name", "request", "fields")}}
 
 
 def _empty_events():
@@ -835,14 +834,16 @@ def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectoris
             _reject(res, r.reason, line_no, o, text)
             continue
         for c, v in zip(ocols, (line_no, o, r.dts, r.rts, r.gts, r.fmt, r.level, r.kind, r.name,
-                                r.request, r.fields, text)):
+                                r.request, r.fields)):
             cols[c].append(v)
     if cols["line_no"]:
         others.append(pl.DataFrame(cols, schema=_other_schema()))
     if others:
-        typed, bad_ts = _typed(pl.concat(others).sort("line_no"))
-        for line_no, o, text in bad_ts.iter_rows():
-            _reject(res, "bad_timestamp", line_no, o, text)
+        typed, bad_ts = _typed(pl.concat(others).sort("line_no") if len(others) > 1 else others[0])
+        if len(bad_ts):
+            bad_rows = df.filter(pl.col("line_no").is_in(bad_ts.implode())).sort("line_no")
+            for line_no, o, text in bad_rows.select("line_no", "byte_offset", "line").iter_rows():
+                _reject(res, "bad_timestamp", line_no, o, text)
         if typed.height:
             parts.append(_arrow(_lift_keys(typed)))
     return res, parts
