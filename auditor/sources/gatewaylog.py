@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, BinaryIO, Callable
+from typing import BinaryIO, Callable
 
 import duckdb
 
