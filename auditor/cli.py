@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -150,6 +151,13 @@ OUTPUT = Group("out", [
 EpochArg = Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")]
 ParticipantOpt = Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
     help="Only this participant (network-wide figures still come from all).")]
+TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
+                "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
+SinceOpt = Annotated[Optional[datetime], typer.Option("--since", formats=TIME_FORMATS, metavar="TIME",
+    help="Start of the time range, for the analyses that work over one (UTC unless a zone is given), "
+         "e.g. 2026-10-23T11:35:00.")]
+UntilOpt = Annotated[Optional[datetime], typer.Option("--until", formats=TIME_FORMATS, metavar="TIME",
+    help="End of the time range, exclusive (UTC unless a zone is given).")]
 
 
 # -- shared command bodies ----------------------------------------------------
@@ -257,7 +265,8 @@ def misstest(epoch: EpochArg, sources, out, participant: ParticipantOpt = None) 
 
 @app.command()
 @uses(SOURCES, OUTPUT)
-def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None) -> None:
+def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None, since: SinceOpt = None,
+          until: UntilOpt = None) -> None:
     """Collect what is missing for epoch N, then print its report: every analysis, and
     all their findings ranked by severity.
 
@@ -270,7 +279,7 @@ def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None) -> None
     from .analyses import epoch_report
     from .analyses.frame import Options
 
-    _analyse(n, sources, out, epoch_report.run, Options(participant=participant))
+    _analyse(n, sources, out, epoch_report.run, Options(participant=participant, since=since, until=until))
 
 
 Per10000Opt = Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",
