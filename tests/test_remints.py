@@ -23,8 +23,8 @@ _spec.loader.exec_module(build)
 
 
 def sources(d: Path) -> list[str]:
-    return ["--replay", str(d / "chain"), "--gateway-log", str(d / "gateway.log.1"),
-            "--gateway-log", str(d / "gateway.log")]
+    return ["--replay", str(d / "chain"), "--replay", str(d / "accounting"),
+            "--gateway-log", str(d / "gateway.log.1"), "--gateway-log", str(d / "gateway.log")]
 
 
 def remints(db: Path, d: Path = HERE, *extra: str) -> dict:
@@ -48,7 +48,10 @@ def fixture_report(tmp_path_factory) -> dict:
 
 def test_the_fixture_is_what_the_builder_writes(tmp_path):
     d = variant(tmp_path)
-    for name in ("gateway.log.1", "gateway.log", "story.json"):
+    names = ["gateway.log.1", "gateway.log", "story.json",
+             *(str(f.relative_to(HERE)) for f in sorted(HERE.glob("*/*.json")))]
+    assert sorted(str(f.relative_to(d)) for f in d.glob("*/*.json")) == names[3:]
+    for name in names:
         assert (d / name).read_text() == (HERE / name).read_text(), f"{name}: run fixtures/remints/build.py"
 
 
@@ -80,6 +83,10 @@ def test_every_deactivation_of_the_fixture_is_classified(fixture_report):
     assert d[80402]["trigger"] == "high_nonce" and d[80402]["evidence"]["nonce_check"]["nonce"] == 19_803
     assert {d[80311]["trigger"], d[80312]["trigger"]} == {"rotation"}
     assert d[80401]["replacement_escrow"] == 80502 and d[80402]["replacement_escrow"] == 80560
+    assert d[80402]["evidence"]["nonce_check"]["accounting_latest_nonce"] == 19_803
+    # an escrow only the accounting API names was probed on chain too, and is part of the epoch
+    only_acct = {e["escrow"]: e for e in fixture_report["escrows"]}[80640]
+    assert only_acct["chain_status"] == "found" and only_acct["created"] is None and only_acct["end"] is None
 
 
 def test_rotated_away_evidence_is_unknown_and_says_what_is_missing(fixture_report):
