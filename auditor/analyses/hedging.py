@@ -567,7 +567,7 @@ def _race_json(r: dict[str, Any]) -> dict[str, Any]:
     out = {k: r[k] for k in RACE_KEYS}
     out["predicted_winner"] = r.get("predicted_winner")
     out["loss_predictable"] = r.get("loss_predictable")
-    out["attempts"] = [{**{k: a[k] for k in ATTEMPT_KEYS}, "prior": a["prior"]} for a in r["attempts"]]
+    out["attempts"] = [{k: a[k] for k in ATTEMPT_KEYS} for a in r["attempts"]]     # priors: see predictability
     return out
 
 
