@@ -137,9 +137,11 @@ def test_html_report_in_a_real_browser(demo, tmp_path):
         col = page.eval_on_selector("#section-miss-test table", """t => {
             const i = [...t.tHead.rows[0].cells].findIndex(c => c.textContent.trim().startsWith('missed'));
             return [...t.tBodies[0].rows].map(r => Number(r.cells[i].textContent)); }""")
-        if os.environ.get("AUDITOR_SCREENSHOT"):
+        if os.environ.get("AUDITOR_SCREENSHOTS"):      # the README's pictures: a folder to write them in
+            shots = Path(os.environ["AUDITOR_SCREENSHOTS"])
             page.goto(out.as_uri())
-            page.screenshot(path=os.environ["AUDITOR_SCREENSHOT"], full_page=False)
+            page.screenshot(path=shots / "epoch-403-report.png", full_page=False)
+            page.locator("#section-poc-overload svg.chart").first.screenshot(path=shots / "epoch-403-poc-overload.png")
         browser.close()
     assert errors == []
     assert len(drawn) >= 3 and all(n > 0 for n in drawn), drawn
