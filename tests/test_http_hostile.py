@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -231,33 +230,37 @@ def test_a_dripped_answer_hits_the_total_deadline(db, hostile, what):
     assert took < 30, took
 
 
-def run_measured(*args: str, db: Path, timeout: float = 120) -> tuple[subprocess.CompletedProcess, int]:
-    """Run the CLI as run_cli does, and return its peak RSS in bytes (os.wait4: this child only)."""
+# Runs a command in a child of its own and writes that child's peak RSS (kB) to argv[1].
+# The extra process matters: a child's ru_maxrss counts what it inherited at fork, and
+# the pytest process is large; this small launcher is what the measured command forks from.
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_measured(*args: str, db: Path, tmp_path: Path, timeout: float = 120) -> tuple[subprocess.CompletedProcess, int]:
+    """Run the CLI as run_cli does; also return its peak RSS in bytes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")} | {"NO_COLOR": "1"}
-    cmd = [sys.executable, "-m", "auditor", "--db", str(db), *args]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        killer = threading.Timer(timeout, p.kill)
-        killer.start()
-        try:
-            _, status, usage = os.wait4(p.pid, 0)
-        finally:
-            killer.cancel()
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        done = subprocess.CompletedProcess(cmd, p.returncode, out.read().decode(), err.read().decode())
-    return done, usage.ru_maxrss * 1024  # Linux: kilobytes
+    rss = tmp_path / "rss"
+    cmd = [sys.executable, "-c", _LAUNCHER, str(rss), sys.executable, "-m", "auditor", "--db", str(db), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    return done, int(rss.read_text()) * 1024  # Linux: kilobytes
 
 
 @pytest.mark.parametrize("declared, size, why", [
     (True, 512 * 2**20, "bytes refused (limit 64 MiB)"),
     (False, LIMIT + 16 * 2**20, "body larger than 64 MiB refused"),
 ], ids=["content-length-512MiB", "streamed-80MiB"])
-def test_an_oversized_answer_is_refused_in_bounded_memory(db, hostile, declared, size, why, capsys):
+def test_an_oversized_answer_is_refused_in_bounded_memory(db, tmp_path, hostile, declared, size, why, capsys):
     assert getattr(http, "MAX_BODY", LIMIT) == LIMIT
     node = hostile({SUMMARY: oversized(declared, size)})
-    r, rss = run_measured("collect", "-e", "403", "--node", node.url, "--rate", "0", db=db)
+    r, rss = run_measured("collect", "-e", "403", "--node", node.url, "--rate", "0", db=db, tmp_path=tmp_path)
     with capsys.disabled():
         print(f"\n  peak RSS of collect with a {size / 2**20:.0f} MiB answer: {rss / 2**20:.0f} MiB")
     assert_summary_missing(db, r, why)
