@@ -621,7 +621,9 @@ def main(argv: list[str] | None = None) -> None:
     except AuditorError as exc:
         if state.debug:
             traceback.print_exc()
-        print(f"auditor: error: {exc}", file=sys.stderr)
+        from .redact import redact_text
+
+        print(f"auditor: error: {redact_text(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("auditor: interrupted", file=sys.stderr)
@@ -634,8 +636,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(130)
         if state.debug:
             traceback.print_exc()
-        print(f"auditor: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-              file=sys.stderr)
+        from .redact import redact_text
+
+        print(f"auditor: internal error: {redact_text(f'{type(exc).__name__}: {exc}')} "
+              "(run with --debug for the traceback)", file=sys.stderr)
         sys.exit(EXIT_SOURCE)
     if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130
         print("auditor: interrupted", file=sys.stderr)
