@@ -427,6 +427,7 @@ G_FMT = "%Y/%m/%d %H:%M:%S%.f"
 
 
 VECTOR_MIN_LINES = 100     # the lines the compiled tokenizer leaves go to polars when there are this many
+LIFT_IN_PYTHON = 500       # text rows up to this many have their keys lifted in Python, not DuckDB
 
 # the compiled tokenizer of the common text lines (auditor/_logscan.c); without it (installed
 # without a C compiler, or AUDITOR_NO_COMPILED=1 to compare) the reference parser reads the
@@ -521,8 +522,11 @@ def _typed(df):
     d, r, g = pl.col("d"), pl.col("r"), pl.col("g")
     bad = (pl.col("dts").is_not_null() & d.is_null()) | (pl.col("gts").is_not_null() & g.is_null())
     df = df.with_columns(bad_ts=bad)
+    bad_lines = df.filter(pl.col("bad_ts"))["line_no"]
+    if len(bad_lines):                  # rare: leave the frame as it is otherwise
+        df = df.filter(~pl.col("bad_ts"))
     code = TS_SOURCE_CODES
-    typed = df.filter(~pl.col("bad_ts")).select(
+    typed = df.select(
         "line_no", "byte_offset",
         ts=pl.coalesce(d, r, g),
         src=pl.when(d.is_not_null()).then(pl.lit(code["docker"], pl.Int8))
@@ -531,7 +535,7 @@ def _typed(df):
         fmt=pl.col("fmt").replace_strict(FMT_CODES, return_dtype=pl.Int8),
         level="level", is_stage=pl.col("kind") == "stage", name="name", request="request", fields="fields",
     )
-    return typed, df.filter(pl.col("bad_ts"))["line_no"]
+    return typed, bad_lines
 
 
 def _vector_json(sub):
@@ -852,16 +856,53 @@ def _parse_lines(block: bytes, base_line: int, base_off: int, lines_at, vectoris
 def _lift_keys(ev):
     """Add the request (when the line has none), escrow, nonce and host fields as columns,
     as DuckDB reads them: json_extract_string of the first such key in ``fields``, escrow
-    and nonce through TRY_CAST to BIGINT."""
+    and nonce through TRY_CAST to BIGINT. A few text rows (the lines the compiled tokenizer
+    leaves in a block of text lines) are read in Python when that reads them alike: their
+    values are all strings (json.loads reads them as DuckDB does) and their escrow and
+    nonce plain decimal integers; a DuckDB query costs ~2.5 ms of CPU a block, 2% of the
+    ingestion of a text log (benchmarks/README.md)."""
     import polars as pl
 
-    keys = _duck_frame(
-        "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
-        " j[4] AS frequest"
-        " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)",
-        ev.select("fields"))
+    keys = None
+    if ev.height <= LIFT_IN_PYTHON and not (ev["fmt"] == FMT_CODES["json"]).any():
+        keys = _lift_in_python(ev["fields"])
+    if keys is None:
+        keys = _duck_frame(
+            "SELECT TRY_CAST(j[1] AS BIGINT) AS escrow, TRY_CAST(j[2] AS BIGINT) AS nonce, j[3] AS host,"
+            " j[4] AS frequest"
+            " FROM (SELECT json_extract_string(fields, ['escrow', 'nonce', 'host', 'request']) AS j FROM _gw_block)",
+            ev.select("fields"))
     ev = pl.concat([ev, keys], how="horizontal")
     return ev.with_columns(request=pl.coalesce("request", "frequest")).select(EVENT_COLUMNS)
+
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+_LIFTED = ("escrow", "nonce", "host", "request")
+
+
+def _lift_in_python(fields):
+    """The lifted keys of text rows, or None when an escrow or nonce is not a plain
+    decimal integer in range (DuckDB's TRY_CAST then decides)."""
+    import polars as pl
+
+    cols: dict[str, list] = {k: [] for k in _LIFTED}
+    for text in fields:
+        first: dict[str, str] = {}
+        for k, v in json.loads(text, object_pairs_hook=list):
+            if k in _LIFTED and k not in first:
+                first[k] = v
+        for k in _LIFTED:
+            v = first.get(k)
+            if k in ("escrow", "nonce") and v is not None:
+                if v == "":
+                    v = None
+                elif not _DECIMAL.fullmatch(v) or not -2**63 <= int(v) < 2**63:
+                    return None
+                else:
+                    v = int(v)
+            cols[k].append(v)
+    return pl.DataFrame(cols, schema={"escrow": pl.Int64, "nonce": pl.Int64, "host": pl.String,
+                                      "request": pl.String}).rename({"request": "frequest"})
 
 
 def _reject(res: BlockResult, reason: str, line_no: int, off: int, text: str) -> None:
