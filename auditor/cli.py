@@ -188,10 +188,11 @@ def command_line() -> str:
     return redact_text(shlex.join(["auditor", *sys.argv[1:]]))
 
 
-def _analyse(epoch: int, sources, out: Output, analysis: Callable, options) -> None:
+def _analyse(epoch: int | None, sources, out: Output, analysis: Callable, options) -> None:
     """Collect epoch N from the given sources (unless --offline), run one analysis, render it,
     and exit: 3 when the collection or the analysis's data was incomplete, else 1 for
-    findings at or above --fail-on, else 0."""
+    findings at or above --fail-on, else 0. Without an epoch (an analysis over --since/
+    --until) only the gateway sources are collected."""
     from .errors import SourceError
     from .report import render
     from .store import Store
@@ -199,7 +200,7 @@ def _analyse(epoch: int, sources, out: Output, analysis: Callable, options) -> N
     with Store(_db()) as store:
         code = 0
         if not sources.offline and sources.any:
-            code = _collect(store, sources, [epoch])
+            code = _collect(store, sources, [] if epoch is None else [epoch])
         result = analysis(store, epoch, options)
     if result.unavailable and not result.parts:
         raise SourceError(result.unavailable)
@@ -358,12 +359,6 @@ def targets(
     _analyse(last, sources, out, analysis, options)
 
 
-from datetime import datetime  # noqa: E402  (--since/--until of hedging)
-
-_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
-                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
-
-
 @app.command()
 @uses(SOURCES, OUTPUT)
 def hedging(
@@ -371,10 +366,8 @@ def hedging(
     out,
     epoch: Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
         help="Epoch index: its effective span is the range (unless --since/--until are given).")] = None,
-    since: Annotated[Optional[datetime], typer.Option("--since", formats=_TIME_FORMATS, metavar="TIME",
-        help="Start of the range (UTC unless a zone is given), e.g. 2026-10-23T11:35:00.")] = None,
-    until: Annotated[Optional[datetime], typer.Option("--until", formats=_TIME_FORMATS, metavar="TIME",
-        help="End of the range, exclusive (UTC unless a zone is given).")] = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     participant: ParticipantOpt = None,
 ) -> None:
     """Hedging waste: races, primaries beaten by speed-up hedges, suppressed losers that ran
@@ -391,24 +384,9 @@ def hedging(
     from .analyses.frame import Options
     from .errors import UsageError
 
-    options = Options(participant=participant, since=since, until=until)
-    if epoch is not None:
-        _analyse(epoch, sources, out, hd.run, options)
-    if since is None and until is None:
+    if epoch is None and since is None and until is None:
         raise UsageError("hedging: give an epoch N or --since/--until")
-    if sources.nodes:
-        raise UsageError("--node needs an epoch N: which epoch to collect from the chain")
-    from .report import render
-    from .store import Store
-
-    with Store(_db()) as store:
-        code = _collect(store, sources, []) if not sources.offline and sources.any else 0
-        result = hd.run(store, None, options)
-    if result.unavailable:
-        from .errors import SourceError
-        raise SourceError(result.unavailable)
-    render.emit(result, out.fmt, out.path)
-    raise typer.Exit(code or result.exit_code(out.fail_on))
+    _analyse(epoch, sources, out, hd.run, Options(participant=participant, since=since, until=until))
 
 
 report_app = typer.Typer(help="Reports for people and for cron.", no_args_is_help=True)

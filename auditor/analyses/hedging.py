@@ -528,6 +528,7 @@ def _run(store: Any, epoch: int | None, options: Options) -> Result:
         "decisions": decisions,
         "totals": totals,
         "per_hour": per_hour,
+        "wasted_by_hour_and_decision": [_clean(r) for r in store.query("hedging_wasted_by_hour", **args)],
         "predictability": pred,
         "primary_unresponsive": unresp_data,
         "counterfactuals": cfs,

@@ -80,11 +80,26 @@ def remints(data: dict[str, Any]) -> list[Chart]:
                   "time (UTC)", "mints so far", series, events=events)]
 
 
+def hedging(data: dict[str, Any]) -> list[Chart]:
+    """Wasted attempt-seconds per hour, one bar per decision reason."""
+    rows = data.get("wasted_by_hour_and_decision", [])
+    if not rows:
+        return []
+    hour = {r["hour"]: (r["hour"] if isinstance(r["hour"], datetime) else _time(str(r["hour"]))).strftime("%m-%d %H:00")
+            for r in rows}
+    decisions = list(dict.fromkeys(r["decision"] for r in rows))
+    series = [{"name": d, "points": [[hour[r["hour"]], r["wasted_seconds"]] for r in rows if r["decision"] == d]}
+              for d in decisions]
+    return [Chart("Wasted attempt-seconds per hour, by decision reason", "bar", "hour (UTC)", "attempt-seconds",
+                  series)]
+
+
 FIGURES: dict[str, Callable[[dict[str, Any]], list[Chart]]] = {
     "miss_test": miss_test,
     "poc_overload": poc_overload,
     "preserved_targets": preserved_targets,
     "remints": remints,
+    "hedging": hedging,
 }
 
 
