@@ -609,7 +609,8 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:
-        if type(exc).__name__ == "InterruptException":   # DuckDB's, when Ctrl-C lands inside a query
+        if type(exc).__name__ == "InterruptException" or "Query interrupted" in str(exc):
+            # DuckDB's, when Ctrl-C lands inside a query
             print("auditor: interrupted", file=sys.stderr)
             sys.exit(130)
         if state.debug:

@@ -164,12 +164,16 @@ def test_only_the_live_file_given_rows_of_rotated_content_are_kept(tmp_path):
     # the coverage query the reports read says which files are gone
     from auditor.store import Store
 
+    from auditor.analyses import coverage
+
     store = Store(db, read_only=True)
     try:
         files = store.query("coverage_gateway_log_files")
+        entry = coverage.gateway_log(store, 0, [])
     finally:
         store.close()
     assert sorted(f["gone"] for f in files) == [False, True, True, True]
+    assert len(entry["gone"]) == 3 and entry["loaded"]["files"] == 4    # the epoch report's coverage says so
     # given again with its rotated copies, nothing is stored twice
     collect(db, tmp_path / "app.log*")
     stored_once(db, gw.seq)

@@ -119,6 +119,8 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
         "host_labels": {"resolved": sum(r["status"] == "resolved" for r in labels),
                         "unresolved": [{k: r[k] for k in ("label", "status", "candidates")} for r in unresolved]},
         "loaded": {"files": len(files), "lines": sum(f["lines"] for f in files), "events": sum(f["events"] for f in files)},
+        # files whose content has rotated out of view since it was read: their rows are kept
+        "gone": [{"path": f["path"], "gone_at": f["gone_at"]} for f in files if f.get("gone")],
         "rejected": rejected,
         "time_range": [first, last] if first is not None else None,
         "windows": per_window,

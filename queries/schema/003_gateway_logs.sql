@@ -11,7 +11,8 @@
 --
 -- Reading is incremental: a file's rows and its log_files row are written in one
 -- transaction per block, so log_files.byte_offset is always the end of the last line
--- stored. A rotated or truncated file has its rows replaced (generation + 1).
+-- stored. (Since 009 rows are never deleted: a rotated, copied or compressed file is
+-- continued, and a file that rotated away is marked gone; see 009_log_files_gone.sql.)
 -- Conventions in log_events.fields: every key=value pair of the line except the line's
 -- identity (request= before stage=, and the first stage=); text-line values are strings
 -- (read them with TRY_CAST), JSON-record values keep their JSON type; `_text` holds free
