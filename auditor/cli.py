@@ -280,7 +280,12 @@ def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None, since: 
     from .analyses import epoch_report
     from .analyses.frame import Options
 
-    _analyse(n, sources, out, epoch_report.run, Options(participant=participant, since=since, until=until))
+    from .progress import Progress
+
+    def analysis(store, epoch, options):
+        return epoch_report.run(store, epoch, options, progress=Progress(quiet=state.quiet))
+
+    _analyse(n, sources, out, analysis, Options(participant=participant, since=since, until=until))
 
 
 Per10000Opt = Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",

@@ -9,13 +9,11 @@ findings ranked by severity, and ``coverage`` (the coverage analysis's per-sourc
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..result import Result, ranked
 from ..store import Store
-from . import coverage, epoch_facts, misstest, preserved
-from . import poc_overload, targets
-from . import hedging
-from . import remints
+from . import coverage, epoch_facts, hedging, misstest, poc_overload, preserved, remints, targets
 from .frame import Options, require_epoch
 
 Analysis = Callable[[Store, int, Options], Result]
@@ -34,10 +32,13 @@ ANALYSES: list[Analysis] = [
 ]
 
 
-def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None) -> Result:
+    """Every analysis of ``ANALYSES`` on epoch N; ``progress`` (``auditor.progress.Progress``)
+    shows them going by, as a bar on a terminal and log lines off one."""
     options = options or Options()
     settled, complete = require_epoch(store, epoch)
-    parts = [analysis(store, epoch, options) for analysis in ANALYSES]
+    analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
+    parts = [analysis(store, epoch, options) for analysis in analyses]
     _miss_test_cpoc_evidence({p.key: p for p in parts})
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}
