@@ -138,12 +138,13 @@ class Output:
     wide: bool
 
 
+FailOnOpt = Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
+        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")]
 OUTPUT = Group("out", [
     _opt("fmt", Annotated[Format, typer.Option("--format", "-f", help="Output format.")], Format.table),
     _opt("output", Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
         help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout.")], None),
-    _opt("fail_on", Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
-        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")], None),
+    _opt("fail_on", FailOnOpt, None),
     _opt("wide", Annotated[bool, typer.Option("--wide",
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
 ], lambda fmt, output, fail_on, wide: Output(fmt.value, output, fail_on.value if fail_on else None, wide))
@@ -407,8 +408,7 @@ def report_daily(
         help="Report the epoch in force at noon UTC of this date. [default: the latest settled epoch]")] = None,
     epoch: Annotated[Optional[int], typer.Option("--epoch", "-e", metavar="N", min=0,
         help="Report this epoch instead.")] = None,
-    fail_on: Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
-        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")] = None,
+    fail_on: FailOnOpt = None,
     prom_textfile: Annotated[Optional[Path], typer.Option("--prom-textfile", metavar="PATH",
         help="Also write the findings and key figures as Prometheus metrics (node_exporter textfile).")] = None,
 ) -> None:

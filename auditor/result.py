@@ -135,7 +135,7 @@ class Result:
 
     - ``key``: its key in the JSON of ``auditor epoch N`` (``miss_test``); ``title`` its heading.
     - ``data``: the JSON-ready facts (the analysis's own keys).
-    - ``tables``: the same facts laid out for table, markdown and csv (csv writes ``csv_table``).
+    - ``tables``: the same facts laid out for table, markdown and csv (csv writes the first).
     - ``findings``: what it flags.
     - ``coverage``: the sources it relied on and what it needed and did not have
       (``{"sources": [...], "missing": [...]}``); ``complete`` is False when something it
@@ -154,7 +154,6 @@ class Result:
     complete: bool = True
     unavailable: str | None = None
     header: list[tuple[str, str]] = field(default_factory=list)
-    csv_table: int = 0
     parts: list["Result"] = field(default_factory=list)     # a composed report's analyses, in order
 
     @classmethod

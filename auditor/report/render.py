@@ -116,9 +116,6 @@ class View:
     command: str | None = None
 
 
-FORMATS = ("table", "json", "csv", "md", "html")
-
-
 def render(result: Result, fmt: str, view: View = View()) -> str:
     """The whole report in one format, as text (the table format as for a file)."""
     if fmt == "json":
@@ -136,7 +133,7 @@ def render(result: Result, fmt: str, view: View = View()) -> str:
             return to_csv(findings_table(result.findings))
         if not result.tables:
             raise UsageError(f"{result.title} has no table to write as CSV")
-        return to_csv(result.tables[result.csv_table])
+        return to_csv(result.tables[0])
     if fmt == "table":
         from .table import print_table
 
@@ -162,7 +159,7 @@ def emit(result: Result, fmt: str, output: Path | None = None, view: View = View
 def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     if path.is_dir():
-        raise UsageError(f"--output {path} is a directory; give a file path")
+        raise UsageError(f"{path} is a directory; give a file path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
