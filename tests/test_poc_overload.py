@@ -197,7 +197,10 @@ def test_participant_filter_fail_on_and_formats(fixture_db):
     assert r.returncode == 0
     d = json.loads(r.stdout)
     assert {w["participant"] for w in d["windows"]} == {B}
+    assert {f["subject"]["id"] for f in d["findings"]} <= {B}       # no other host's findings
     assert not [f for f in d["findings"] if f["code"] == "poc_overload"]
+    assert run_cli("poc-overload", "403", "--offline", "--participant", B, "--fail-on", "info",
+                   db=fixture_db).returncode == 0
     assert run_cli("poc-overload", "403", "--offline", "--fail-on", "error", db=fixture_db).returncode == 1
     for fmt in ("table", "md", "csv"):
         r = run_cli("poc-overload", "403", "--offline", "-f", fmt, db=fixture_db)
@@ -238,11 +241,11 @@ def test_metrics_scrape_during_generation_checks_the_per_10000_value():
 
 
 def test_cpoc_misses_for_the_miss_test(fixture_db):
-    """What misstest.py can read for reward_zeroed_miss_test (without running the miss test again)."""
+    """What the epoch report adds to reward_zeroed_miss_test (the analysis's cpoc_misses)."""
     from auditor.store import Store
 
     with Store(fixture_db, read_only=True) as store:
-        c = po.cpoc_misses_by_participant(store, 403)
+        c = po.run(store, 403).data["cpoc_misses"]
     assert c[S]["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
     assert c[S]["misses_in_cpoc_windows_accounting"] == STORY["s_misses_cpoc0"]
     assert c[S]["windows_without_evidence"] == [f"cpoc:2 {MODEL}"]

@@ -18,7 +18,7 @@ Pure functions (no database): :func:`host_cap`, :func:`inflight_profile`,
 host and the window's misses flip its verdict); ``reward_zeroed_miss_test`` is the miss
 test's own finding: the command (not the epoch report, which has the miss test's) repeats
 it with the number of misses the evidence places in CPoC windows
-(:func:`cpoc_misses_by_participant`).
+(:func:`with_cpoc_evidence`, which the epoch report also applies to the miss test's).
 
 Where the numbers come from, and what they assume, is printed with them:
 
@@ -78,7 +78,6 @@ class PocOverloadOptions(Options):
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
     tiny_share: float = 0.02             # structural risk: an escrow whose only preserved slots are held by hosts below this share of the model
     miss_test_findings: bool = False     # repeat reward_zeroed_miss_test with the CPoC evidence (the command)
-    with_miss_test: bool = True          # False: skip the miss test (for misstest.py's own use: no recursion)
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -199,12 +198,14 @@ def _evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, mod
     return "full", "the gateway logs span the whole window"
 
 
-def _miss_test_rows(store: Store, epoch: int) -> tuple[dict[str, dict], Decimal | None, list[str]]:
+def _miss_test(store: Store, epoch: int) -> tuple[dict[str, dict], Decimal | None, list[str], list[Finding]]:
+    """The miss test of every participant (the network p0 needs them all): verdicts by
+    participant, p0, notes, and its findings."""
     mt = misstest.run(store, epoch, Options())
     if mt.unavailable:
-        return {}, None, [f"miss test unavailable: {mt.unavailable}"]
-    return ({p["participant"]: p for p in mt.data["participants"]}, Decimal(str(mt.data["p0"])),
-            [])
+        return {}, None, [f"miss test unavailable: {mt.unavailable}"], []
+    return ({p["participant"]: p for p in mt.data["participants"]}, Decimal(str(mt.data["p0"])), [],
+            mt.findings)
 
 
 def run(store: Store, epoch: int, options: Options | None = None) -> Result:
@@ -232,9 +233,9 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
 
     hosts = store.query("poc_overload_preserved_hosts", epoch=epoch)
     span = store.query("poc_overload_log_span")[0]
-    mt_rows, p0, mt_notes = _miss_test_rows(store, epoch) if opt.with_miss_test else ({}, None, [])
+    mt_rows, p0, mt_notes, mt_findings = _miss_test(store, epoch)
     notes.extend(mt_notes)
-    if p0 is None and opt.with_miss_test:
+    if p0 is None:
         unknown.append("miss test verdicts (performance summary not collected)")
 
     timed = [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
@@ -406,7 +407,8 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         if not c["windows"]:
             c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
     if opt.miss_test_findings:
-        zeroed = [f for f in misstest.run(store, epoch, Options()).findings if f.code == "reward_zeroed_miss_test"]
+        zeroed = [f for f in mt_findings if f.code == "reward_zeroed_miss_test"
+                  and (opt.participant is None or f.subject["id"] == opt.participant)]
         findings.extend(with_cpoc_evidence(zeroed, cpoc_misses, windows))
 
     budget = _metrics_budget(store.query("poc_overload_metrics_budget"), timed, per_10000)
@@ -583,14 +585,6 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
                    evidence, model=entry["model"])
 
 
-def cpoc_misses_by_participant(store: Store, epoch: int) -> dict[str, dict]:
-    """Per participant: how many of its misses the gateway evidence places in the epoch's
-    CPoC windows (``misses_in_cpoc_windows``), the windows and what evidence covered them.
-    For the miss test's ``reward_zeroed_miss_test`` evidence."""
-    res = run(store, epoch, PocOverloadOptions(with_miss_test=False))
-    return res.data.get("cpoc_misses", {}) if isinstance(res.data, dict) else {}
-
-
 def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], windows: list[dict]) -> list[Finding]:
     """The miss test's findings, each ``reward_zeroed_miss_test`` with how many of the
     participant's misses the evidence places in CPoC windows (``cpoc_misses`` and ``windows``
@@ -684,10 +678,6 @@ def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _fmt(v: Any) -> Any:
-    return "unknown" if v is None else v
-
-
 def _risk_text(r: Mapping[str, Any] | None) -> str:
     if not r:
         return "unknown"
@@ -707,13 +697,13 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
         rows.append({
             "episode": w["episode"], "model": w["model"], "participant": w["participant"],
             "weight": w["weight"], "share": w["share"], "cap": w["cap"],
-            "peak_inflight": _fmt(w["peak_inflight"]), "requests": _fmt(w["requests"]),
-            "rpm_before": _fmt((w.get("before") or {}).get("requests_per_minute")),
-            "rpm_window": _fmt(w.get("requests_per_minute")),
-            "misses": _fmt(w["misses"]), "verdict": mt.get("verdict", "unknown"),
-            "window_flips": _fmt(w.get("window_flips_verdict")),
-            "cf_refused": _fmt(cf.get("refused")), "cf_misses": _fmt(cf.get("misses_remaining")),
-            "cf_passes": _fmt(cf.get("would_pass_miss_test")),
+            "peak_inflight": w["peak_inflight"], "requests": w["requests"],
+            "rpm_before": (w.get("before") or {}).get("requests_per_minute"),
+            "rpm_window": w.get("requests_per_minute"),
+            "misses": w["misses"], "verdict": mt.get("verdict", "unknown"),
+            "window_flips": w.get("window_flips_verdict"),
+            "cf_refused": cf.get("refused"), "cf_misses": cf.get("misses_remaining"),
+            "cf_passes": cf.get("would_pass_miss_test"),
             "evidence": w["evidence"]["state"],
             "structural_risk": _risk_text(w.get("structural_risk")),
         })
@@ -724,11 +714,11 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
     for w in windows:
         for e in w.get("escrows") or []:
             esc_rows.append({"episode": w["episode"], "participant": w["participant"], "escrow": e["escrow"],
-                             "slots": _fmt(e["slots"]), "preserved_slots": _fmt(e["preserved_slots"]),
+                             "slots": e["slots"], "preserved_slots": e["preserved_slots"],
                              "requests": e["requests"], "misses": e["misses"],
                              "misses_by_kind": ", ".join(f"{k} {v}" for k, v in e["misses_by_kind"].items()),
                              "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items()),
-                             "slot_list_from": _fmt(e["slot_list_source"])})
+                             "slot_list_from": e["slot_list_source"]})
     tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
                     narrow=["share", "rpm_before", "window_flips", "evidence", "structural_risk"])]
     if esc_rows:

@@ -463,21 +463,17 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
                            else f"{gov['covering_poc_slot_allocation']:g}")])
 
 
-def _u(v: Any) -> Any:
-    return "unknown" if v is None else v
-
-
 def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
     t1 = []
     for r in rows:
         plan = r["fill_plan"] or {}
         cmp_ = (r["selection_comparison"] or {}).get("episodes") or [{}]
-        preserved = ", ".join(f"{e['episode']} {_u(e['preserved_weight'])}" for e in r["episodes"]) or "none"
+        preserved = ", ".join(f"{e['episode']} {'unknown' if e['preserved_weight'] is None else e['preserved_weight']}" for e in r["episodes"]) or "none"
         t1.append({"model_id": r["model_id"], "total_weight": r["total_weight"],
                    "poc_slot_allocation": r["poc_slot_allocation"], "allocation_target": r["allocation_target"],
-                   "preserved": preserved, "peak_inflight": _u(r["peak_inflight"]),
-                   "demand_weight": _u(r["demand_weight"]), "suggested_target": _u(r["suggested_target"]),
-                   "gap": _u(r["gap"]),
+                   "preserved": preserved, "peak_inflight": r["peak_inflight"],
+                   "demand_weight": r["demand_weight"], "suggested_target": r["suggested_target"],
+                   "gap": r["gap"],
                    "plan_nodes": plan.get("nodes"), "plan_smallest": plan.get("smallest_node_weight"),
                    "plan_smallest_cap": plan.get("smallest_node_cap"),
                    "chain_nodes": cmp_[0].get("nodes"), "chain_smallest": cmp_[0].get("smallest_node_weight"),
