@@ -570,6 +570,13 @@ def _config_defaults(command, args: list[str]) -> dict | None:
     return None if path is None else config.default_map(command, config.load(path), path)
 
 
+def _print_traceback() -> None:
+    """--debug: the traceback, with credentials masked like every other line."""
+    from .redact import redact_text
+
+    sys.stderr.write(redact_text(traceback.format_exc()))
+
+
 def _click_exceptions():
     try:
         from typer._click import exceptions
@@ -603,7 +610,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except AuditorError as exc:
         if state.debug:
-            traceback.print_exc()
+            _print_traceback()
         from .redact import redact_text
 
         print(f"auditor: error: {redact_text(str(exc))}", file=sys.stderr)
@@ -619,7 +626,7 @@ def main(argv: list[str] | None = None) -> None:
             print("auditor: interrupted", file=sys.stderr)
             sys.exit(130)
         if state.debug:
-            traceback.print_exc()
+            _print_traceback()
         from .redact import redact_text
 
         print(f"auditor: internal error: {redact_text(f'{type(exc).__name__}: {exc}')} "

@@ -76,7 +76,7 @@ def test_no_secret_leaks_anywhere(tmp_path, db, server):
     assert "***@127.0.0.1:9" in r.stderr  # the URLs are there, redacted
     # failures whose messages carry the URL: every node down; an epoch the chain lacks
     for args in (["collect", "-e", "404", "--node", down], ["collect", "-e", "999", "--node", node],
-                 ["collect", "--accounting", down]):
+                 ["collect", "--accounting", down], ["--debug", "collect", "-e", "404", "--node", down]):
         r = run_cli(*args, "--timeout", "2", db=db)
         assert r.returncode == 3 and "***" in r.stderr, r.stderr
         stderr.append(r.stderr)
