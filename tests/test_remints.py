@@ -219,6 +219,14 @@ def test_a_failed_escrow_probe_is_exit_3_and_coverage_says_which(tmp_path, db):
     assert d502["request"]["reservation"] is None and d502["classification"] != "legitimate"
 
 
+def test_an_epoch_the_logs_do_not_show_is_unknown_not_empty(db):
+    remints(db)                                                    # the fixture's logs hold epoch 396
+    r = run_cli("remints", "999", "--offline", "--format", "json", db=db)
+    assert r.returncode == 3, r.stderr
+    (missing,) = json.loads(r.stdout)["coverage"]["missing"]
+    assert missing.startswith("no escrow of epoch 999 in the logs read")
+
+
 def test_no_gateway_logs_is_a_clear_error(db):
     r = run_cli("remints", "396", "--offline", db=db)
     assert r.returncode == 3 and "--gateway-log" in r.stderr

@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..result import Finding, Result, Table
+from ..result import Finding, Result, Table, utc_text
 from ..store import Store
 from .frame import Options
 
@@ -664,6 +664,11 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         cov_missing.append(f"chain records not collected for {len(not_probed)} escrow(s) "
                            f"({', '.join(map(str, not_probed[:10]))}{' ...' if len(not_probed) > 10 else ''}): "
                            "collect with --node URL")
+    if not escrows and not deacts and not mints:
+        first = min((sp["first_ts"] for sp in spans.spans if sp["first_ts"]), default=None)
+        last = max((sp["last_ts"] for sp in spans.spans if sp["last_ts"]), default=None)
+        cov_missing.append(f"no escrow of epoch {epoch} in the logs read (they cover {utc_text(first)} … "
+                           f"{utc_text(last)}): its escrows are unknown, not absent")
     if unplaced:
         notes.append(f"{len(unplaced)} escrow(s) with no known creation epoch (no chain record, rotation line or "
                      "accounting record) are left out")
@@ -720,6 +725,11 @@ def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[st
     }
 
 
+def _amount(v: int | None) -> str:
+    """A number for a summary; unknown is said, never shown as 0."""
+    return "unknown" if v is None else f"{v:,}"
+
+
 def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: int) -> list[Finding]:
     out = []
     for d in deacts:
@@ -729,8 +739,8 @@ def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: 
         timing = d["timing_ms"] or {}
         out.append(Finding(
             "spurious_remint", "warn", {"kind": "escrow", "id": str(d["escrow"])},
-            (f"escrow {d['escrow']} retired by one request ({req.get('input_bytes') or 0:,} input bytes, reservation "
-             f"{req.get('reservation') or 0:,}) while its balance was "
+            (f"escrow {d['escrow']} retired by one request ({_amount(req.get('input_bytes'))} input bytes, "
+             f"reservation {_amount(req.get('reservation'))}) while its balance was "
              + (f"at least {d['balance_estimate']:,}" if d["balance_estimate"] is not None else "unknown")
              + (f"; replaced by {d['replacement_escrow']}" if d["replacement_escrow"] else "")),
             {"epoch": epoch, "request": req, "balance_estimate": d["balance_estimate"],
