@@ -179,6 +179,9 @@ def test_epoch_report_has_the_hedging_section(demo):
     assert rep["hedging"]["available"] is True and rep["hedging"]["hosts"]
     own = run_json("hedging", "403", "--offline", "--format", "json", db=demo)
     codes = {(f["code"], f["subject"]["id"]) for f in rep["findings"]}
+    assert own["findings"]
+    # the demo log covers 1.5 hours of the day-long epoch: said, not hidden
+    assert own["coverage"]["log_covers_range"] is False and own["coverage"]["unknown"]
     for f in own["findings"]:
         assert (f["code"], f["subject"]["id"]) in codes
 

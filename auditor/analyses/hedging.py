@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timezone
-from statistics import median
 from typing import Any
 
 from ..errors import UsageError
@@ -551,8 +550,14 @@ def _run(store: Any, epoch: int | None, options: Options) -> Result:
               ("primary_unresponsive", f"{len(fp)} of {len(unresp)} decisions fired on a primary that then "
                                        "finished normally")]
     tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, race_list, unresp_data, notes)
+    first, last = _utc(facts["first_ts"]), _utc(facts["last_ts"])
+    covered = (since is None or (first is not None and first <= since)) and \
+        (until is None or (last is not None and last >= until))
+    unknown = [] if covered else [f"the logs read cover {utc_text(first)} … {utc_text(last)}, not all of "
+                                  f"[{utc_text(since)}, {utc_text(until)}): the figures are for the part covered"]
+    notes.extend(unknown)
     coverage = {"sources": ["gateway_log", "chain"] if epoch is not None and not (options.since or options.until)
-                else ["gateway_log"], "missing": [],
+                else ["gateway_log"], "missing": [], "unknown": unknown, "log_covers_range": covered,
                 "log_span": [facts["first_ts"], facts["last_ts"]], "time_resolution": facts["time_resolution"]}
     return Result(KEY, TITLE, data, tables, findings, coverage, header=header)
 

@@ -664,7 +664,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         cov_missing.append(f"chain records not collected for {len(not_probed)} escrow(s) "
                            f"({', '.join(map(str, not_probed[:10]))}{' ...' if len(not_probed) > 10 else ''}): "
                            "collect with --node URL")
-    if not escrows and not deacts and not mints:
+    if not escrows and not deacts and not mints and not unplaced:
         first = min((sp["first_ts"] for sp in spans.spans if sp["first_ts"]), default=None)
         last = max((sp["last_ts"] for sp in spans.spans if sp["last_ts"]), default=None)
         cov_missing.append(f"no escrow of epoch {epoch} in the logs read (they cover {utc_text(first)} … "
