@@ -139,6 +139,7 @@ def _model(d, mid):
 def test_output_contract_and_demand(fixture_db):
     d = run_json("targets", "403", "--offline", "-f", "json", db=fixture_db)
     assert {"epoch", "findings", "coverage", "preserved_targets"} <= set(d)
+    assert len(d["preserved_targets"]) == 3
     for r in d["preserved_targets"]:
         assert {"model_id", "total_weight", "poc_slot_allocation", "allocation_target", "peak_inflight",
                 "demand_weight", "suggested_target", "fill_plan", "selection_comparison"} <= set(r)
