@@ -18,7 +18,7 @@
  * The GIL is released while a block is scanned, so parse workers run in parallel.
  *
  * scan(block, base_line, base_off, src_docker, src_go) returns a dict of named buffers
- * (src_docker, src_go: the codes gatewaylog_parse.TS_SOURCES gives those timestamp sources):
+ * (src_docker, src_go: the codes gatewaylog_parse.TS_SOURCE_CODES gives those timestamp sources):
  *   rows           number of lines tokenized (n)
  *   line_no        int64[n]              byte_offset  int64[n]
  *   ts             int64[n] (us, UTC)    ts_valid     validity bitmap of ts and src

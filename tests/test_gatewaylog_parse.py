@@ -38,8 +38,9 @@ def rows(res) -> dict[int, tuple]:
 
 
 def check_block(data: bytes, base_line: int = 1, base_off: int = 0) -> None:
-    """Never raises; every line is parsed or rejected; the compiled tokenizer with polars,
-    polars alone and the line-by-line reference all give the same rows."""
+    """Never raises; every line is parsed or rejected; the default path (the compiled
+    tokenizer, the rest vectorised when there are enough), the path without the tokenizer
+    and the line-by-line reference all give the same rows."""
     n = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     results = [parse_block(data, base_line, base_off), parse_block(data, base_line, base_off, compiled=False),
                parse_block(data, base_line, base_off, vectorised=False)]
