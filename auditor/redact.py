@@ -4,14 +4,11 @@
   ``http://***@host``) and masks the value of every query parameter that carries a
   credential (:func:`secret_name`).
 - :func:`redact_text` does the same to every URL inside a free-form message.
-- :func:`redact_headers` masks credential-bearing header values (``Authorization``,
-  ``Cookie``, ``X-Api-Key``...), for anything that logs or records request headers.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 MASK = "***"
@@ -69,8 +66,3 @@ def _fallback(text: str) -> str:
 def redact_text(text: str) -> str:
     """``text`` with every URL in it redacted."""
     return _URL_RE.sub(lambda m: redact_url(m.group(0)), text)
-
-
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``headers`` with credential-bearing values masked."""
-    return {k: (MASK if secret_name(k) else v) for k, v in headers.items()}

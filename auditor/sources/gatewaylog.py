@@ -548,7 +548,7 @@ class _Ingest:
                 pass
 
     # -- the read / parse / write loop --------------------------------------------------------
-    def _blocks(self, readinto: Callable[[memoryview], int], rec: FileRec, final: bool | Callable[[], bool],
+    def _blocks(self, readinto: Callable[[memoryview], int], rec: FileRec, final: bool,
                 progress_pos: Callable[[], int] | None) -> Iterator[tuple]:
         """Cut what ``readinto`` reads into blocks of whole lines, numbered from ``rec``'s
         position. Yields ``("parse", block, first_line, offset, progress)`` (the block a
@@ -605,7 +605,6 @@ class _Ingest:
                 yield ("parse", block, line, off, moved())
                 off += len(block)
                 line += count_lines(block)
-        final = final() if callable(final) else final
         if final and long_len:
             yield ("done", _long_line(line, off), long_len, moved())
             long_len = 0
@@ -614,7 +613,7 @@ class _Ingest:
             carry = b""
         yield ("end", len(carry) + long_len)
 
-    def _stream(self, rec: FileRec, readinto: Callable[[memoryview], int], *, final: bool | Callable[[], bool], total: int,
+    def _stream(self, rec: FileRec, readinto: Callable[[memoryview], int], *, final: bool, total: int,
                 label: str,
                 head: bytes | None, size: int | None, mtime: datetime | None,
                 progress_pos: Callable[[], int] | None = None,
@@ -676,7 +675,7 @@ class _Ingest:
                         break
                     w.add(fut.result() if isinstance(fut, Future) else fut, nbytes)
                     advance(prog)
-            w.flush(complete=final() if callable(final) else final)
+            w.flush(complete=final)
         finally:
             stop.set()
             while reader.is_alive():
