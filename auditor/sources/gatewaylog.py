@@ -234,12 +234,12 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
             seen.add(a)
             try:
                 st = os.stat(a)
+                if (st.st_dev, st.st_ino) in seen:      # the same file by another name: read once
+                    continue
                 kind = "gz" if _is_gzip(a) else "plain"
                 head = _content_head(a, kind)
             except OSError as exc:
                 missing.append((m, f"cannot read: {exc.strerror}"))
-                continue
-            if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
             out.append(Target(a, m if m != p else given, st, kind, head))
