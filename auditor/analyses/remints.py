@@ -632,14 +632,14 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         res = Result.missing_input(KEY, TITLE, why, ["gateway_log", "chain_escrows", "accounting"])
         res.complete = True  # the epoch report is not incomplete for it: coverage says the logs are absent
         return res
-    logged = store.one("SELECT mode(threshold), count(DISTINCT threshold) FROM log_escrow_events "
-                       "WHERE event = 'escrow_balance_low' AND threshold IS NOT NULL")
+    (logged,) = store.query("remints_logged_threshold")
     if opts.threshold is not None:
         threshold_source = "given (--threshold)"
-    elif logged and logged[0] is not None:
-        opts = replace(opts, threshold=int(logged[0]))
+    elif logged["threshold"] is not None:
+        opts = replace(opts, threshold=int(logged["threshold"]))
         threshold_source = "logged by the gateway (escrow_balance_low threshold=)" + (
-            f"; {logged[1]} different values logged, the most frequent used" if logged[1] > 1 else "")
+            f"; {logged['distinct_values']} different values logged, the most frequent used"
+            if logged["distinct_values"] > 1 else "")
     else:
         opts = replace(opts, threshold=DEFAULT_THRESHOLD)
         threshold_source = "the gateway's default balanceMinimumThreshold (none logged)"
@@ -655,9 +655,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
                if life["creation_epoch"] == epoch or eid in epoch_deacts]
     unplaced = [eid for eid, life in lives.items() if life["creation_epoch"] is None and eid not in epoch_deacts]
     notes: list[str] = []
-    cov_missing = [f"{r['item']}: {r['detail']}" for r in store.rows(
-        "SELECT item, detail FROM coverage WHERE source = 'chain_escrows' AND status <> 'ok' "
-        "AND (epoch = ? OR epoch IS NULL) ORDER BY item", [epoch])]
+    cov_missing = [f"{r['item']}: {r['detail']}" for r in store.query("remints_probe_failures", epoch=epoch)]
     not_probed = [eid for eid, life in lives.items() if not life["chain_probed"] and
                   (life["creation_epoch"] == epoch or eid in epoch_deacts)]
     if not_probed:
