@@ -43,18 +43,31 @@
 -- Reads: log_events (race_completed, decision_made and the attempt stages; the same lines
 -- log_attempts and log_hedge_decisions read, each JSON record parsed once for speed).
 CREATE OR REPLACE VIEW hedge_attempts AS
-WITH rc AS (
-    -- one JSON parse per line: the fields of race_completed read in one call
-    SELECT file_id, line_no, ts, request, escrow, nonce, host,
-           file_id::BIGINT * 1000000000000 + line_no AS end_pos,
-           json_extract_string(fields, ['participant', 'model', 'input_tokens', 'winner', 'finished', 'responsive',
-                                        'has_receipt', 'attempt_ms', 'output_chunks', 'content_chunks', 'output_bytes',
-                                        'usage_tokens', 'probe', 'suspicious', 'failure_reason', 'stall_count',
-                                        'max_gap_ms']) AS v
+WITH ev AS MATERIALIZED (
+    -- one scan of log_events for every line the definitions read, and one JSON parse of
+    -- each line that carries fields they use (the fields column is most of the store:
+    -- reading it once instead of once per line kind is most of this view's speed)
+    SELECT file_id, line_no, ts, name, request, escrow, nonce, host,
+           file_id::BIGINT * 1000000000000 + line_no AS pos,
+           CASE name
+               WHEN 'race_completed' THEN json_extract_string(fields,
+                   ['participant', 'model', 'input_tokens', 'winner', 'finished', 'responsive', 'has_receipt',
+                    'attempt_ms', 'output_chunks', 'content_chunks', 'output_bytes', 'usage_tokens', 'probe',
+                    'suspicious', 'failure_reason', 'stall_count', 'max_gap_ms'])
+               WHEN 'decision_made' THEN json_extract_string(fields, ['decision', 'delay_ms'])
+               WHEN 'receipt_received' THEN [fields->>'elapsed_ms']
+               WHEN 'secondary_immediate_start' THEN [fields->>'decision'] END AS v
     FROM log_events
-    WHERE kind = 'stage' AND name = 'race_completed' AND request IS NOT NULL
+    WHERE kind = 'stage'
+      AND name IN ('race_completed', 'decision_made', 'receipt_received',
+                   'prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
+                   'speculative_attempt_canceled', 'stream_suppressed',
+                   'secondary_immediate_start', 'receipt_timeout_wait_elapsed', 'first_token_timeout_wait_elapsed',
+                   'attempt_failed', 'suspicious_host_immediate_escalation', 'poc_probe_immediate_escalation',
+                   'phase_transition_retry')
 ), att AS (
-    SELECT file_id, line_no, ts, request, escrow, nonce, host, end_pos,
+    -- the fields of race_completed, one line per attempt
+    SELECT file_id, line_no, ts, request, escrow, nonce, host, pos AS end_pos,
            v[1] AS participant, v[2] AS model, TRY_CAST(v[3] AS BIGINT) AS input_bytes,
            coalesce(TRY_CAST(v[4] AS BOOLEAN), false) AS winner,       -- a line without the key: not the winner
            coalesce(TRY_CAST(v[5] AS BOOLEAN), false) AS finished,
@@ -66,58 +79,51 @@ WITH rc AS (
            coalesce(TRY_CAST(v[14] AS BOOLEAN), false) AS suspicious,
            nullif(v[15], '') AS failure_reason, TRY_CAST(v[16] AS INTEGER) AS stall_count,
            TRY_CAST(v[17] AS BIGINT) AS max_gap_ms
-    FROM rc
+    FROM ev
+    WHERE name = 'race_completed' AND request IS NOT NULL
 ), per_nonce AS (
     SELECT escrow, nonce,
-           min(file_id::BIGINT * 1000000000000 + line_no)
-               FILTER (WHERE name IN ('prepared', 'poc_probe_prepared', 'started')) AS start_pos,
+           min(pos) FILTER (WHERE name IN ('prepared', 'poc_probe_prepared', 'started')) AS start_pos,
            min(ts) FILTER (WHERE name = 'started') AS started_ts,
            min(ts) FILTER (WHERE name = 'first_token') AS first_token_ts,
            min(ts) FILTER (WHERE name = 'winner_selected') AS winner_selected_ts,
            bool_or(name = 'speculative_attempt_canceled') AS canceled_line,
-           bool_or(name = 'stream_suppressed') AS stream_suppressed
-    FROM log_events
-    WHERE kind = 'stage' AND nonce IS NOT NULL AND escrow IS NOT NULL
+           bool_or(name = 'stream_suppressed') AS stream_suppressed,
+           min(TRY_CAST(v[1] AS BIGINT)) FILTER (WHERE name = 'receipt_received') AS receipt_ms
+    FROM ev
+    WHERE nonce IS NOT NULL AND escrow IS NOT NULL
       AND name IN ('prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
-                   'speculative_attempt_canceled', 'stream_suppressed')
-    GROUP BY escrow, nonce
-), rcpt AS (
-    SELECT escrow, nonce, min(TRY_CAST(fields->>'elapsed_ms' AS BIGINT)) AS receipt_ms
-    FROM log_events
-    WHERE kind = 'stage' AND name = 'receipt_received' AND nonce IS NOT NULL AND escrow IS NOT NULL
+                   'speculative_attempt_canceled', 'stream_suppressed', 'receipt_received')
     GROUP BY escrow, nonce
 ), trig AS (
-    SELECT e.request, e.file_id::BIGINT * 1000000000000 + e.line_no AS pos,
-           CASE e.name
-               WHEN 'secondary_immediate_start' THEN coalesce(e.fields->>'decision', '=decision')  -- the inference-level line has none
+    SELECT request, pos,
+           CASE name
+               WHEN 'secondary_immediate_start' THEN coalesce(v[1], '=decision')  -- the inference-level line has none
                WHEN 'receipt_timeout_wait_elapsed' THEN 'receipt_timeout'
                WHEN 'first_token_timeout_wait_elapsed' THEN 'first_token_timeout'
                WHEN 'attempt_failed' THEN 'attempt_failed'
                WHEN 'suspicious_host_immediate_escalation' THEN 'suspicious_host'
                WHEN 'poc_probe_immediate_escalation' THEN 'poc_probe'
                WHEN 'phase_transition_retry' THEN 'phase_transition_aborted' END AS reason
-    FROM log_events e
-    WHERE e.kind = 'stage' AND e.request IS NOT NULL
-      AND e.name IN ('secondary_immediate_start', 'receipt_timeout_wait_elapsed', 'first_token_timeout_wait_elapsed',
-                     'attempt_failed', 'suspicious_host_immediate_escalation', 'poc_probe_immediate_escalation',
-                     'phase_transition_retry')
+    FROM ev
+    WHERE request IS NOT NULL
+      AND name IN ('secondary_immediate_start', 'receipt_timeout_wait_elapsed', 'first_token_timeout_wait_elapsed',
+                   'attempt_failed', 'suspicious_host_immediate_escalation', 'poc_probe_immediate_escalation',
+                   'phase_transition_retry')
 ), dec AS (
     SELECT request, arg_min(nonce, pos) AS decision_nonce, arg_min(v[1], pos) AS decision,
            arg_min(ts, pos) AS decision_ts, arg_min(TRY_CAST(v[2] AS BIGINT), pos) AS delay_ms
-    FROM (SELECT request, nonce, ts, file_id::BIGINT * 1000000000000 + line_no AS pos,
-                 json_extract_string(fields, ['decision', 'delay_ms']) AS v
-          FROM log_events WHERE kind = 'stage' AND name = 'decision_made' AND request IS NOT NULL)
+    FROM ev WHERE name = 'decision_made' AND request IS NOT NULL
     GROUP BY request
 ), lowest AS (
     SELECT request, min(nonce) AS lowest_nonce FROM att WHERE NOT probe GROUP BY request
 ), joined AS (
     SELECT a.*, n.start_pos, n.started_ts, n.first_token_ts, n.winner_selected_ts,
-           coalesce(n.stream_suppressed, false) AS stream_suppressed, rc.receipt_ms,
+           coalesce(n.stream_suppressed, false) AS stream_suppressed, n.receipt_ms,
            coalesce(n.canceled_line, false) OR coalesce(a.failure_reason = 'client_cancelled', false) AS cancelled,
            d.decision_nonce, d.decision AS race_decision, d.decision_ts, d.delay_ms, lo.lowest_nonce
     FROM att a
     LEFT JOIN per_nonce n ON n.escrow = a.escrow AND n.nonce = a.nonce
-    LEFT JOIN rcpt rc ON rc.escrow = a.escrow AND rc.nonce = a.nonce
     LEFT JOIN dec d ON d.request = a.request
     LEFT JOIN lowest lo ON lo.request = a.request
 ), roles AS (
@@ -128,12 +134,16 @@ WITH rc AS (
                 WHEN j.nonce = coalesce(j.decision_nonce, j.lowest_nonce) THEN 'primary'
                 ELSE 'secondary' END AS race_role
     FROM joined j
-), reasons AS (
-    SELECT r.*, CASE WHEN r.race_role = 'primary' THEN 'primary'
-                     WHEN r.race_role = 'secondary' AND t.reason = '=decision' THEN r.race_decision
-                     WHEN r.race_role = 'secondary' THEN t.reason END AS start_reason
-    FROM roles r
+), secondary_reasons AS (
+    -- why each secondary was started: the escalation line before its first line
+    SELECT r.file_id, r.line_no,
+           CASE WHEN t.reason = '=decision' THEN r.race_decision ELSE t.reason END AS start_reason
+    FROM (SELECT * FROM roles WHERE race_role = 'secondary') r
     ASOF LEFT JOIN trig t ON t.request = r.request AND coalesce(r.start_pos, r.end_pos) > t.pos
+), reasons AS (
+    SELECT r.*, CASE WHEN r.race_role = 'primary' THEN 'primary' ELSE s.start_reason END AS start_reason
+    FROM roles r
+    LEFT JOIN secondary_reasons s ON s.file_id = r.file_id AND s.line_no = r.line_no
 ), race_facts AS (
     SELECT request,
            count(*) FILTER (WHERE NOT probe) AS race_attempts,
