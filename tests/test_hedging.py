@@ -127,6 +127,43 @@ def test_predictability(incident):
     assert "3600 s" in rep["predictability"]["rule"]
 
 
+
+def test_prior_window_is_the_gateways_by_hand(tmp_path):
+    """views/hedge_priors.sql over hand-made attempts: the latest 256 samples of the hour before
+    the race, the hour's edge included, the race's own instant and later samples excluded."""
+    from datetime import datetime, timedelta, timezone
+
+    from auditor.store import Store
+
+    t0 = datetime(2026, 10, 23, 12, tzinfo=timezone.utc)
+    rows = []
+
+    def attempt(host, role, *, request, ft=None, ttft=None, receipt=None, race_ts=None, probe=False):
+        rows.append((1, len(rows) + 1, request, len(rows) + 1, host, "m", role, probe, race_ts, ft, ttft, receipt))
+
+    attempt("far", "secondary", request="r0", ft=t0 - timedelta(hours=2), ttft=9000, receipt=9000)  # too old
+    attempt("far", "secondary", request="r0", ft=t0 - timedelta(hours=1), ttft=100, receipt=10)     # the edge
+    attempt("far", "secondary", request="r0", ft=t0 - timedelta(minutes=30), ttft=200)              # no receipt
+    attempt("far", "secondary", request="r0", ft=t0 - timedelta(minutes=10), ttft=300, receipt=30)
+    attempt("far", "secondary", request="r0", ft=t0 - timedelta(minutes=5), ttft=400, receipt=40, probe=True)
+    attempt("far", "secondary", request="r0", ft=t0, ttft=7000, receipt=7000)                       # not before
+    for i in range(1, 301):                                                                          # 300 samples
+        attempt("busy", "secondary", request="r0", ft=t0 - timedelta(seconds=1800 - i), ttft=i, receipt=2 * i)
+    attempt("far", "primary", request="race", race_ts=t0)
+    attempt("busy", "secondary", request="race", race_ts=t0)
+    with Store(tmp_path / "a.duckdb") as st:
+        st.con.execute("CREATE TEMP TABLE hedge_attempts (file_id INTEGER, line_no BIGINT, request VARCHAR, "
+                       "nonce BIGINT, host VARCHAR, model VARCHAR, role VARCHAR, probe BOOLEAN, race_ts TIMESTAMPTZ, "
+                       "first_token_ts TIMESTAMPTZ, ttft_ms BIGINT, receipt_ms BIGINT)")
+        st.con.executemany("INSERT INTO hedge_attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        got = {r["host"]: r for r in st.rows("SELECT * FROM hedge_priors WHERE request = 'race'")}
+    assert got["far"]["prior_samples"] == 3
+    assert got["far"]["ttft_q"] == [150.0, 200.0, 250.0]     # 100, 200, 300
+    assert got["far"]["receipt_q"] == [15.0, 20.0, 25.0]     # 10, 30: the sample without a receipt is skipped
+    assert got["busy"]["prior_samples"] == 256               # samples 45 .. 300
+    assert got["busy"]["ttft_q"] == [108.75, 172.5, 236.25]
+    assert got["busy"]["receipt_q"] == [217.5, 345.0, 472.5]
+
 # -- every format, the same rows ----------------------------------------------------------------
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_format_gives_the_same_hosts_rows(tmp_path_factory, incident, fmt):

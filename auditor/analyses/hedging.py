@@ -27,8 +27,8 @@ from .frame import Options
 KEY, TITLE = "hedging", "Hedging waste"
 
 # -- thresholds (printed with the numbers) -------------------------------------------------
-WINDOW_S = 3600             # trailing window of a host's receipt / first-token samples (the gateway's perf window:
-                            # 1 h); fixed in queries/hedging_races.sql's window frame
+WINDOW_S = 3600             # the gateway's perf window of a host's receipt / first-token samples: the latest
+WINDOW_SAMPLES = 256        # ... 256 samples in the hour before the race; fixed in queries/views/hedge_priors.sql
 MIN_SAMPLES = 3             # samples a host needs in the window before a prediction is made (gateway: min samples 3)
 CLEAR_RATIO = 1.5           # a host is "clearly faster" when the other's median is >= this many times its own ...
                             # ... and the two interquartile ranges do not overlap
@@ -48,7 +48,7 @@ RACE_TABLE_ROWS = 50
 
 
 def thresholds() -> dict[str, Any]:
-    return {"window_s": WINDOW_S, "min_samples": MIN_SAMPLES, "clear_ratio": CLEAR_RATIO,
+    return {"window_s": WINDOW_S, "window_samples": WINDOW_SAMPLES, "min_samples": MIN_SAMPLES, "clear_ratio": CLEAR_RATIO,
             "replace_ratio": REPLACE_RATIO, "ab_min_comparisons": AB_MIN_COMPARISONS,
             "ab_agreement": AB_AGREEMENT, "waste_min_races": WASTE_MIN_RACES,
             "waste_loss_share": WASTE_LOSS_SHARE, "waste_full_share": WASTE_FULL_SHARE,
@@ -185,8 +185,8 @@ def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
              for k, v in sorted(per_host.items(), key=lambda kv: (-kv[1]["losses"], kv[0]))]
     return {"evaluable_races": evaluable, "prediction_right": right, "prediction_right_share": _share(right, evaluable),
             "rule": (f"predicted winner = the attempt whose host had the lowest first-token median (then receipt "
-                     f"median) over its attempts in the {WINDOW_S} s before the race, hosts with >= {MIN_SAMPLES} "
-                     f"samples; a loss is predictable when the winner's host was clearly faster: a median ratio "
+                     f"median) over its latest {WINDOW_SAMPLES} attempts in the {WINDOW_S} s before the race "
+                     f"(the gateway's perf window), hosts with >= {MIN_SAMPLES} samples; a loss is predictable when the winner's host was clearly faster: a median ratio "
                      f">= {CLEAR_RATIO} with the interquartile ranges apart, on first token or on receipt"),
             "hosts": hosts}
 
@@ -411,7 +411,8 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
             out.append(Finding(
                 "hedge_predictable_loss", "warn", subject,
                 f"{p['predictable']} of {h['label']}'s {p['with_prediction']} losses as primary were predictable "
-                f"before dispatch: the winner's host was clearly faster over the previous {WINDOW_S} s",
+                f"before dispatch: the winner's host was clearly faster over its latest {WINDOW_SAMPLES} samples "
+                f"in the previous {WINDOW_S} s",
                 {"losses": p["losses"], "losses_with_prediction": p["with_prediction"],
                  "predictable": p["predictable"], "predictable_share": p["predictable_share"],
                  "rule": pred["rule"], "query": "queries/hedging_races.sql",
