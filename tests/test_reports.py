@@ -19,6 +19,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import FIXTURES, ROOT, run_cli
 
@@ -265,3 +266,30 @@ def test_bad_configuration_is_one_clear_line(tmp_path, args, code, says):
     assert r.returncode == code, r.stderr
     assert says in r.stderr and "Traceback" not in r.stderr
     assert sum(says in line for line in r.stderr.splitlines()) >= 1
+
+
+# -- the JSON writer ------------------------------------------------------------------------------
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=5), inner, max_size=6),
+    max_leaves=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values)
+def test_json_writer_is_json_dumps_indented(value):
+    """Short lists: exactly what json.dumps(indent=2) writes; the same value read back."""
+    from auditor.report.render import json_default, to_json
+
+    assert to_json(value) == json.dumps(value, default=json_default, indent=2, ensure_ascii=False)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5) | st.none(), max_size=4),
+                min_size=101, max_size=110))
+def test_json_writer_long_list_one_item_per_line(items):
+    from auditor.report.render import to_json
+
+    text = to_json({"races": items})
+    assert json.loads(text) == {"races": items}
+    assert len(text.split("\n")) == len(items) + 4          # {, "races": [, one line each, ], }

@@ -34,8 +34,52 @@ def json_default(v: Any) -> Any:
     return str(v)
 
 
+LONG_LIST = 100     # a list longer than this is written one compact item per line
+
+
 def to_json(data: Any) -> str:
-    return json.dumps(data, default=json_default, indent=2, ensure_ascii=False)
+    """Indented JSON, as ``json.dumps(indent=2)`` writes it, except that the items of a long
+    list (every race of a 1 GB log) are each written compact on a line of their own: one
+    item per line still reads and greps, and the C encoder writes it ~10x faster than the
+    pure-Python indenting one."""
+    out: list[str] = []
+    _pretty(data, 0, out)
+    return "".join(out)
+
+
+_COMPACT = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _pretty(v: Any, level: int, out: list[str]) -> None:
+    if v is None or isinstance(v, (str, int, float)):
+        out.append(_COMPACT.encode(v))
+    elif isinstance(v, dict):
+        if not v:
+            out.append("{}")
+            return
+        pad, last = "  " * (level + 1), len(v) - 1
+        out.append("{\n")
+        for i, (k, x) in enumerate(v.items()):
+            out.append(f"{pad}{_COMPACT.encode(k if isinstance(k, str) else json.dumps(k))}: ")
+            _pretty(x, level + 1, out)
+            out.append(",\n" if i < last else "\n")
+        out.append("  " * level + "}")
+    elif isinstance(v, list):
+        if not v:
+            out.append("[]")
+            return
+        pad, last, long = "  " * (level + 1), len(v) - 1, len(v) > LONG_LIST
+        out.append("[\n")
+        for i, x in enumerate(v):
+            out.append(pad)
+            if long:
+                out.append(_COMPACT.encode(x))
+            else:
+                _pretty(x, level + 1, out)
+            out.append(",\n" if i < last else "\n")
+        out.append("  " * level + "]")
+    else:                                   # Decimal, datetime, tuple, set, a to_dict() object
+        _pretty(json_default(v), level, out)
 
 
 def cell(v: Any) -> str:
