@@ -83,6 +83,8 @@ class Store:
             raise StoreError(f"cannot open the database {self.path}: {msg.splitlines()[0]}") from exc
         except duckdb.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {str(exc).splitlines()[0]}") from exc
+        # times come back, and date_trunc buckets them, in UTC whatever the machine's zone
+        self.con.execute("SET TimeZone = 'UTC'")
         self.read_only = read_only
         self._in_tx = False
         self._types: dict[str, dict[str, str]] = {}
@@ -133,6 +135,45 @@ class Store:
                     self.con.execute(f'DROP VIEW "{name}"')
             self.con.execute("DELETE FROM schema_views")
             self.con.execute("INSERT INTO schema_views VALUES (?)", [digest])
+
+    # -- derived tables -------------------------------------------------------
+    @contextmanager
+    def derived(self, *views: str) -> Iterator[None]:
+        """Within the block, each of ``views`` (views of queries/views/ that read only the
+        gateway logs; a later one may read an earlier) is read from a table of its rows kept
+        in the store, ``derived_<view>``, instead of being worked out again from log_events.
+        The table is rebuilt first when it is stale: when log_events has gained rows, or the
+        view definitions changed, since it was built (derived_state). Working out a 1 GB
+        log's race attempts takes seconds; they change only when logs are collected. A
+        read-only store holds the rows in a temporary table for the block instead."""
+        stamp = (self.one("SELECT digest FROM schema_views")[0], self.one("SELECT count(*) FROM log_events")[0])
+        shadowed: list[str] = []
+        try:
+            for view in views:
+                _check_name(view)
+                if self.read_only:
+                    self.con.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT * FROM main.{view}")
+                else:
+                    self._build_derived(view, stamp)
+                    self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
+                shadowed.append(view)
+            yield
+        finally:
+            for view in reversed(shadowed):
+                kind = "TABLE" if self.read_only else "VIEW"
+                self.con.execute(f"DROP {kind} IF EXISTS temp.{view}")
+
+    def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
+        """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``."""
+        table = f"derived_{view}"
+        built = self.one("SELECT views_digest, log_events FROM derived_state WHERE name = ?", [view])
+        exists = self.one("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table])
+        if built == stamp and exists:
+            return
+        with self.transaction():
+            self.con.execute(f"CREATE OR REPLACE TABLE main.{table} AS SELECT * FROM main.{view}")
+            self.replace("derived_state", {"name": view}, [{"name": view, "views_digest": stamp[0],
+                                                            "log_events": stamp[1], "built_at": utcnow()}])
 
     @contextmanager
     def registered(self, name: str, table: Any) -> Iterator[None]:

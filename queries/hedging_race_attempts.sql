@@ -1,9 +1,9 @@
--- hedging_races: the attempts of every hedged race (a race with at least one secondary,
--- definitions in views/hedge_attempts.sql) in [$since, $until), one row per attempt, with
--- what was known about its host before the race was dispatched (views/hedge_priors.sql: the
--- receipt and first-token quartiles of the host's latest 256 samples in the hour before the
--- race, the gateway's perf window). Python turns these into the per-race list, the
--- predictability check and the counterfactuals.
+-- hedging_race_attempts: the attempts of the hedged races of queries/hedging_races.sql (the
+-- same range), one row per attempt, each race's primary first, with what was known about its
+-- host before the race was dispatched (views/hedge_priors.sql: the receipt and first-token
+-- quartiles of the host's latest 256 samples in the hour before the race, the gateway's perf
+-- window). latency_ms: the race's start -> this attempt's first token. Python uses these
+-- rows as they are for the per-race list, the predictability check and the counterfactuals.
 -- Reads: hedge_attempts, hedge_races, hedge_priors.
 WITH races AS (
     SELECT request FROM hedge_races
@@ -11,20 +11,20 @@ WITH races AS (
       AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
       AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
       AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+), timed AS (
+    SELECT t.*, CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL
+                     THEN epoch_ms(t.started_ts) - epoch_ms(t.race_ts) END AS start_offset_ms
+    FROM hedge_attempts t JOIN races USING (request)
+    WHERE NOT t.probe
 )
-SELECT t.request, t.race_ts, t.escrow, t.model, t.decision, t.delay_ms, t.primary_nonce, t.primary_inferred,
-       t.nonce, t.host, t.role, t.start_reason, t.winner, t.finished, t.cancelled, t.failure_reason,
-       t.suppressed_loser, t.wasted, t.rescue, t.winner_host, t.winner_role,
-       t.attempt_ms, t.after_winner_ms, t.wasted_ms, t.output_chunks, t.output_bytes, t.usage_tokens,
-       t.receipt_ms, t.ttft_ms, t.stall_count,
-       CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL
-            THEN epoch_ms(t.started_ts) - epoch_ms(t.race_ts) END AS start_offset_ms,
+SELECT t.request, t.nonce, t.host, t.role, t.start_reason, t.winner, t.finished, t.cancelled, t.failure_reason,
+       t.suppressed_loser, t.wasted, t.attempt_ms, t.after_winner_ms, t.wasted_ms, t.output_chunks,
+       t.output_bytes, t.usage_tokens, t.receipt_ms, t.ttft_ms, t.start_offset_ms, t.stall_count,
+       t.start_offset_ms + t.ttft_ms AS latency_ms,
        coalesce(p.prior_samples, 0) AS prior_samples,
        p.ttft_q[2] AS prior_ttft_median_ms, p.ttft_q[1] AS prior_ttft_p25_ms, p.ttft_q[3] AS prior_ttft_p75_ms,
        p.receipt_q[2] AS prior_receipt_median_ms, p.receipt_q[1] AS prior_receipt_p25_ms,
        p.receipt_q[3] AS prior_receipt_p75_ms
-FROM hedge_attempts t
-JOIN races USING (request)
+FROM timed t
 LEFT JOIN hedge_priors p ON p.file_id = t.file_id AND p.line_no = t.line_no
-WHERE NOT t.probe
-ORDER BY t.race_ts NULLS LAST, t.request, t.nonce;
+ORDER BY t.request, t.role <> 'primary', t.nonce;

@@ -164,6 +164,33 @@ def test_prior_window_is_the_gateways_by_hand(tmp_path):
     assert got["busy"]["ttft_q"] == [108.75, 172.5, 236.25]
     assert got["busy"]["receipt_q"] == [217.5, 345.0, 472.5]
 
+
+def test_derived_tables_are_kept_and_rebuilt_when_logs_arrive(tmp_path, incident):
+    """The first run keeps the attempts in the store; a second run reads them as they are;
+    collecting more of the log makes the next run rebuild them, and the figures are those of
+    a store that read the whole log at once."""
+    from auditor.store import Store
+
+    _, whole = incident
+    db = tmp_path / "a.duckdb"
+
+    def state():
+        with Store(db) as st:
+            return {r["name"]: (r["log_events"], r["built_at"]) for r in st.rows("SELECT * FROM derived_state")}
+
+    assert run_cli("collect", "--gateway-log", str(H / "incident-part1.log"), db=db).returncode == 0
+    part = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
+    built = state()
+    assert set(built) == {"hedge_attempts", "hedge_races", "hedge_priors", "log_participants"}
+    assert run_json("hedging", "--offline", *RANGE, "--format", "json", db=db) == part
+    assert state() == built                                   # read as kept, not rebuilt
+    assert run_cli("collect", "--gateway-log", str(H / "incident-part2.log"), db=db).returncode == 0
+    rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
+    after = state()
+    assert all(after[v][0] > built[v][0] and after[v][1] > built[v][1] for v in built)
+    assert rep["hosts"] == whole["hosts"] != part["hosts"]
+    assert rep["totals"] == whole["totals"]
+
 # -- every format, the same rows ----------------------------------------------------------------
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_format_gives_the_same_hosts_rows(tmp_path_factory, incident, fmt):

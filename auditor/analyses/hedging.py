@@ -16,7 +16,7 @@ function of those rows, with its thresholds printed), and builds the findings.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -44,7 +44,8 @@ UNRESPONSIVE_MIN = 1        # primary_unresponsive_false_positive: false firings
 
 SPEEDUP_DECISIONS = ("pairwise_budgeted_speedup", "secondary_faster")
 AB_DECISION = "pairwise_ab_sample"
-RACE_TABLE_ROWS = 50
+RACE_TABLE_ROWS = 50         # the terminal / md / html tables show the races with the most waste ...
+BEATEN_TABLE_ROWS = 5        # ... and the commonest winners over each primary; --format json has every row
 
 
 def thresholds() -> dict[str, Any]:
@@ -85,56 +86,50 @@ def time_range(store: Any, epoch: int | None, options: Options) -> tuple[datetim
 
 
 # -- per race --------------------------------------------------------------------------------
-PRIOR_KEYS = ("prior_samples", "prior_ttft_median_ms", "prior_ttft_p25_ms", "prior_ttft_p75_ms",
-              "prior_receipt_median_ms", "prior_receipt_p25_ms", "prior_receipt_p75_ms")
 RACE_KEYS = ("request", "race_ts", "escrow", "model", "decision", "delay_ms", "primary_nonce", "primary_inferred",
              "rescue", "winner_host", "winner_role")
-ATTEMPT_KEYS = ("nonce", "host", "role", "start_reason", "winner", "finished", "cancelled", "failure_reason",
-                "suppressed_loser", "wasted", "attempt_ms", "after_winner_ms", "wasted_ms", "output_chunks",
-                "output_bytes", "usage_tokens", "receipt_ms", "ttft_ms", "start_offset_ms", "stall_count")
 
 
-def group_races(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-attempt rows of queries/hedging_races.sql as one dict per race with its attempts."""
-    races: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        race = races.get(r["request"])
-        if race is None:
-            race = races[r["request"]] = {k: r[k] for k in RACE_KEYS}
-            race["attempts"] = []
-        a = {k: r[k] for k in ATTEMPT_KEYS}
-        a["prior"] = {k[len("prior_"):]: (float(r[k]) if r[k] is not None else None) for k in PRIOR_KEYS}
-        race["attempts"].append(a)
-    out = list(races.values())
-    for race in out:
-        race["attempts"].sort(key=lambda a: (a["role"] != "primary", a["nonce"]))
-        race["primary"] = next((a for a in race["attempts"] if a["role"] == "primary"), None)
-        race["winner"] = next((a for a in race["attempts"] if a["winner"]), None)
-    return out
+def group_races(races: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of queries/hedging_races.sql, each with its ``attempts``: the rows of
+    queries/hedging_race_attempts.sql (primary first), as they are, which the per-race list
+    shows. ``primary``, ``winner`` and ``predicted`` (predicted_winner) point into them."""
+    by_request = {r["request"]: r for r in races}
+    for r in races:
+        r["attempts"] = []
+    for a in attempts:
+        by_request[a.pop("request")]["attempts"].append(a)
+    for r in races:
+        first = r["attempts"][0] if r["attempts"] else None
+        r["primary"] = first if first is not None and first["role"] == "primary" else None
+        r["winner"] = next((a for a in r["attempts"] if a["winner"]), None)
+        r["predicted"] = predicted_winner(r)
+    return races
 
 
 def latency_ms(a: dict[str, Any] | None) -> float | None:
     """Time from the race's start to this attempt's first token, when both are known."""
-    if a is None or a["ttft_ms"] is None or a["start_offset_ms"] is None:
-        return None
-    return a["start_offset_ms"] + a["ttft_ms"]
+    return None if a is None else a["latency_ms"]
+
+
+def _enough(a: dict[str, Any]) -> bool:
+    return (a["prior_samples"] or 0) >= MIN_SAMPLES
 
 
 def predict(slow: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any] | None:
     """Was ``fast``'s host predicted faster than ``slow``'s before the race? From their prior
-    (trailing-window) first-token medians and quartiles, and their receipt medians and
+    (perf-window) first-token medians and quartiles, and their receipt medians and
     quartiles. None when either host has fewer than MIN_SAMPLES prior samples. ``clear``:
     on either signal the median ratio is >= CLEAR_RATIO and the quartile ranges are apart."""
-    ps, fs = slow["prior"], fast["prior"]
-    if (ps["samples"] or 0) < MIN_SAMPLES or (fs["samples"] or 0) < MIN_SAMPLES:
+    if not (_enough(slow) and _enough(fast)):
         return None
     out: dict[str, Any] = {"clear": False, "ratio": None, "signal": None}
     for signal in ("ttft", "receipt"):
-        sm, fm = ps[f"{signal}_median_ms"], fs[f"{signal}_median_ms"]
+        sm, fm = slow[f"prior_{signal}_median_ms"], fast[f"prior_{signal}_median_ms"]
         if sm is None or fm is None:
             continue
         ratio = (sm / fm) if fm > 0 else (float("inf") if sm > 0 else 1.0)
-        apart = ps[f"{signal}_p25_ms"] > fs[f"{signal}_p75_ms"]
+        apart = slow[f"prior_{signal}_p25_ms"] > fast[f"prior_{signal}_p75_ms"]
         if out["ratio"] is None:
             out["ratio"], out["signal"] = ratio, signal
         if ratio >= CLEAR_RATIO and apart and not out["clear"]:
@@ -143,16 +138,15 @@ def predict(slow: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any] | None
 
 
 def _speed_key(a: dict[str, Any]) -> tuple:
-    p = a["prior"]
-    return (p["ttft_median_ms"], p["receipt_median_ms"], a["role"] != "primary", a["nonce"])
+    return (a["prior_ttft_median_ms"], a["prior_receipt_median_ms"], a["role"] != "primary", a["nonce"])
 
 
 def predicted_winner(race: dict[str, Any]) -> dict[str, Any] | None:
     """The attempt whose host had the lowest prior first-token median (then receipt median,
     then the primary), among attempts whose host had MIN_SAMPLES prior samples; None when
     fewer than two attempts qualify."""
-    ok = [a for a in race["attempts"] if (a["prior"]["samples"] or 0) >= MIN_SAMPLES
-          and a["prior"]["ttft_median_ms"] is not None and a["prior"]["receipt_median_ms"] is not None]
+    ok = [a for a in race["attempts"] if _enough(a)
+          and a["prior_ttft_median_ms"] is not None and a["prior_receipt_median_ms"] is not None]
     if len(ok) < 2:
         return None
     return min(ok, key=_speed_key)
@@ -164,11 +158,10 @@ def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
     evaluable = right = 0
     per_host: dict[str, dict[str, int]] = defaultdict(lambda: {"losses": 0, "with_prediction": 0, "predictable": 0})
     for race in races:
-        w, p = race["winner"], race["primary"]
-        pw = predicted_winner(race)
+        w, p, pw = race["winner"], race["primary"], race["predicted"]
         race["predicted_winner"] = pw["host"] if pw else None
         race["loss_predictable"] = None
-        if pw is not None and w is not None and (w["prior"]["samples"] or 0) >= MIN_SAMPLES:
+        if pw is not None and w is not None and _enough(w):
             evaluable += 1
             right += pw is w
         if p is None or w is None or w is p or race["rescue"]:
@@ -229,8 +222,7 @@ def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
     request would have needed another attempt (would_fail)."""
     s = _saving()
     for race in races:
-        p, w = race["primary"], race["winner"]
-        pw = predicted_winner(race)
+        p, w, pw = race["primary"], race["winner"], race["predicted"]
         if p is None or pw is None or pw is p:
             continue
         pr = predict(p, pw)
@@ -308,16 +300,14 @@ def cf_stop_ab_sampling(races: list[dict[str, Any]]) -> dict[str, Any]:
     The sampled attempt is saved; the primary then serves alone: latency cost when the
     sample had won, a would_fail when the primary failed and the sample was the rescue."""
     s = _saving()
-    history: dict[tuple[str, str], list[str]] = defaultdict(list)     # sorted pair -> faster host per comparison
+    history: dict[tuple[str, str], Counter] = defaultdict(Counter)    # sorted pair -> comparisons won per host
     for race in sorted(races, key=lambda r: (r["race_ts"] is None, r["race_ts"] or 0, r["request"])):
         p, w = race["primary"], race["winner"]
         if p is not None and race["decision"] == AB_DECISION:
             for c in [a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == AB_DECISION]:
-                seen = history.get(tuple(sorted((p["host"], c["host"]))), [])
-                if len(seen) < AB_MIN_COMPARISONS:
-                    continue
-                top = max(seen.count(p["host"]), seen.count(c["host"]))
-                if top / len(seen) < AB_AGREEMENT:
+                seen = history.get(tuple(sorted((p["host"], c["host"]))))
+                n = seen.total() if seen else 0
+                if n < AB_MIN_COMPARISONS or max(seen.values()) / n < AB_AGREEMENT:
                     continue
                 s["races"] += 1
                 _drop(s, [c])
@@ -327,13 +317,13 @@ def cf_stop_ab_sampling(races: list[dict[str, Any]]) -> dict[str, Any]:
                     else:
                         s["would_fail"] += 1
         # record this race's direct comparisons after judging it (only earlier races count)
-        timed = [a for a in race["attempts"] if latency_ms(a) is not None]
+        timed = [a for a in race["attempts"] if a["latency_ms"] is not None]
         for i, a in enumerate(timed):
             for b in timed[i + 1:]:
                 if a["host"] == b["host"]:
                     continue
-                faster = a if latency_ms(a) <= latency_ms(b) else b
-                history[tuple(sorted((a["host"], b["host"])))].append(faster["host"])
+                faster = a if a["latency_ms"] <= b["latency_ms"] else b
+                history[tuple(sorted((a["host"], b["host"])))][faster["host"]] += 1
     return _finish(s, "stop_ab_sampling",
                    f"{AB_DECISION} attempts of pairs with >= {AB_MIN_COMPARISONS} earlier direct comparisons, "
                    f">= {AB_AGREEMENT:.0%} won by the same host: the sample is not started",
@@ -415,7 +405,7 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
                 f"in the previous {WINDOW_S} s",
                 {"losses": p["losses"], "losses_with_prediction": p["with_prediction"],
                  "predictable": p["predictable"], "predictable_share": p["predictable_share"],
-                 "rule": pred["rule"], "query": "queries/hedging_races.sql",
+                 "rule": pred["rule"], "query": "queries/hedging_race_attempts.sql",
                  "row": {"primary_host": h["label"], **query_args}},
                 model_of.get(h["label"])))
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -444,15 +434,13 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
 
 # -- the analysis ----------------------------------------------------------------------------
 def run(store: Any, epoch: int | None, options: Options | None = None) -> Result:
-    """The hedging analysis of epoch N's span (or --since/--until). The per-attempt view
-    ``hedge_attempts`` is computed once into a temporary table of the same name, which the
-    queries (and the ``hedge_races`` view) then read: a 1 GB log's attempts are worked out
-    once per run instead of once per query."""
-    store.con.execute("CREATE OR REPLACE TEMP TABLE hedge_attempts AS SELECT * FROM main.hedge_attempts")
-    try:
+    """The hedging analysis of epoch N's span (or --since/--until). The views over the logs
+    it reads most (``hedge_attempts``, ``hedge_races``, ``hedge_priors``, and ``log_participants``
+    for the host labels) are read from their derived tables, kept in the store and rebuilt only when logs
+    were collected since (Store.derived): a 1 GB log's attempts are worked out once, not once
+    per query or per run."""
+    with store.derived("hedge_attempts", "hedge_races", "hedge_priors", "log_participants"):
         return _run(store, epoch, options or Options())
-    finally:
-        store.con.execute("DROP TABLE IF EXISTS temp.hedge_attempts")
 
 
 def _run(store: Any, epoch: int | None, options: Options) -> Result:
@@ -475,7 +463,7 @@ def _run(store: Any, epoch: int | None, options: Options) -> Result:
     beaten_rows = [_clean(r) for r in store.query("hedging_beaten_by", **args)]
     decisions = [_clean(r) for r in store.query("hedging_decisions", **args)]
     unresp = store.query("hedging_unresponsive", **args)
-    races = group_races(store.query("hedging_races", **args))
+    races = group_races(store.query("hedging_races", **args), store.query("hedging_race_attempts", **args))
 
     pred = predictability(races)
     cfs = counterfactuals(races)
@@ -574,7 +562,7 @@ def _race_json(r: dict[str, Any]) -> dict[str, Any]:
     out = {k: r[k] for k in RACE_KEYS}
     out["predicted_winner"] = r.get("predicted_winner")
     out["loss_predictable"] = r.get("loss_predictable")
-    out["attempts"] = [{k: a[k] for k in ATTEMPT_KEYS} for a in r["attempts"]]     # priors: see predictability
+    out["attempts"] = r["attempts"]
     return out
 
 
@@ -595,9 +583,17 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                  "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
     t_hosts = Table("Hosts: as primary and as secondary", host_cols, [{c: h[c] for c in host_cols} for h in hosts],
                     notes=list(notes), narrow=["host", "primary_rescued", "wasted_bytes"])
+    shown_beaten, per_primary = [], defaultdict(int)
+    for b in beaten_rows:                       # the query orders each primary's rows by races, most first
+        per_primary[b["primary_host"]] += 1
+        if per_primary[b["primary_host"]] <= BEATEN_TABLE_ROWS:
+            shown_beaten.append(b)
     t_beaten = Table("Who beat each primary, under which decision",
                      ["primary_host", "decision", "winner_host", "winner_start_reason", "races", "rescued",
-                      "primary_suppressed"], beaten_rows)
+                      "primary_suppressed"], shown_beaten,
+                     notes=[f"the {BEATEN_TABLE_ROWS} commonest per primary host: {len(shown_beaten)} of "
+                            f"{len(beaten_rows)} rows; all in --format json (hosts[].beaten_by)"]
+                     if len(shown_beaten) < len(beaten_rows) else [])
     dec_cols = ["decision", "races", "races_started", "extra_won", "extra_attempts", "extra_wasted",
                 "extra_wasted_share", "primaries_suppressed", "rescues", "wasted_seconds"]
     t_dec = Table("Per decision reason", dec_cols, [{c: d[c] for c in dec_cols} for d in decisions])

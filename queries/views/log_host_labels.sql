@@ -1,9 +1,8 @@
 -- log_host_labels: resolve a log's 8-character host label against every address the
 -- store knows for it: chain group members (chain_validation_weights), accounting
 -- participants (acct_participants, 004) and full addresses the logs print themselves
--- (race_completed / nonce_disposition `participant=`). 'resolved' when exactly one
--- known address ends with the label, 'ambiguous' when several do (candidates lists
--- them), 'unknown' when none does.
+-- (log_participants). 'resolved' when exactly one known address ends with the label,
+-- 'ambiguous' when several do (candidates lists them), 'unknown' when none does.
 CREATE OR REPLACE VIEW log_host_labels AS
 WITH labels AS (
     SELECT host AS label, count(*) AS lines, min(ts) AS first_ts, max(ts) AS last_ts
@@ -13,9 +12,7 @@ WITH labels AS (
     UNION
     SELECT participant, 'accounting' FROM acct_participants
     UNION
-    SELECT fields->>'participant', 'log' FROM log_events
-    WHERE kind = 'stage' AND name IN ('race_completed', 'nonce_disposition')
-      AND length(fields->>'participant') > 8
+    SELECT address, 'log' FROM log_participants
 ), by_label AS (
     SELECT right(address, 8) AS label,
            list(DISTINCT address ORDER BY address) AS addresses,

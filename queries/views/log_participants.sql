@@ -1,0 +1,11 @@
+-- log_participants: the full participant addresses the gateway logs print themselves
+-- (race_completed / nonce_disposition `participant=`), one row per address with the 8-character
+-- label the logs use for it (its last 8 characters). The host-label view resolves labels
+-- with these; they are a view of their own so that an analysis can keep its rows
+-- (Store.derived) instead of parsing those lines' fields again.
+-- Reads: log_events.
+CREATE OR REPLACE VIEW log_participants AS
+SELECT DISTINCT fields->>'participant' AS address, right(fields->>'participant', 8) AS label
+FROM log_events
+WHERE kind = 'stage' AND name IN ('race_completed', 'nonce_disposition')
+  AND length(fields->>'participant') > 8;
