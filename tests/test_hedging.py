@@ -191,6 +191,14 @@ def test_derived_tables_are_kept_and_rebuilt_when_logs_arrive(tmp_path, incident
     assert rep["hosts"] == whole["hosts"] != part["hosts"]
     assert rep["totals"] == whole["totals"]
 
+
+def test_hours_are_utc_whatever_the_machines_zone(incident):
+    """The per-hour buckets are UTC hours on a machine in a half-hour zone too."""
+    db, plain = incident
+    rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db, env={"TZ": "Asia/Kolkata"})
+    assert [h["hour"] for h in rep["per_hour"]] == [h["hour"] for h in plain["per_hour"]]
+    assert all(h["hour"].endswith(":00:00+00:00") for h in rep["per_hour"])
+
 # -- every format, the same rows ----------------------------------------------------------------
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_format_gives_the_same_hosts_rows(tmp_path_factory, incident, fmt):
