@@ -144,24 +144,20 @@ class Store:
         in the store, ``derived_<view>``, instead of being worked out again from log_events.
         The table is rebuilt first when it is stale: when log_events has gained rows, or the
         view definitions changed, since it was built (derived_state). Working out a 1 GB
-        log's race attempts takes seconds; they change only when logs are collected. A
-        read-only store holds the rows in a temporary table for the block instead."""
+        log's race attempts takes seconds; they change only when logs are collected."""
         stamp = (self.one("SELECT digest FROM schema_views")[0], self.one("SELECT count(*) FROM log_events")[0])
         shadowed: list[str] = []
         try:
             for view in views:
                 _check_name(view)
-                if self.read_only:
-                    self.con.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT * FROM main.{view}")
-                else:
-                    self._build_derived(view, stamp)
-                    self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
+                self._build_derived(view, stamp)
+                # a temporary view of the same name is found before main's
+                self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
                 shadowed.append(view)
             yield
         finally:
             for view in reversed(shadowed):
-                kind = "TABLE" if self.read_only else "VIEW"
-                self.con.execute(f"DROP {kind} IF EXISTS temp.{view}")
+                self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
 
     def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
         """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``."""

@@ -49,8 +49,8 @@ BEATEN_TABLE_ROWS = 5        # ... and the commonest winners over each primary; 
 
 
 def thresholds() -> dict[str, Any]:
-    return {"window_s": WINDOW_S, "window_samples": WINDOW_SAMPLES, "min_samples": MIN_SAMPLES, "clear_ratio": CLEAR_RATIO,
-            "replace_ratio": REPLACE_RATIO, "ab_min_comparisons": AB_MIN_COMPARISONS,
+    return {"window_s": WINDOW_S, "window_samples": WINDOW_SAMPLES, "min_samples": MIN_SAMPLES,
+            "clear_ratio": CLEAR_RATIO, "replace_ratio": REPLACE_RATIO, "ab_min_comparisons": AB_MIN_COMPARISONS,
             "ab_agreement": AB_AGREEMENT, "waste_min_races": WASTE_MIN_RACES,
             "waste_loss_share": WASTE_LOSS_SHARE, "waste_full_share": WASTE_FULL_SHARE,
             "predict_min_losses": PREDICT_MIN_LOSSES, "predict_share": PREDICT_SHARE}
@@ -179,7 +179,8 @@ def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
     return {"evaluable_races": evaluable, "prediction_right": right, "prediction_right_share": _share(right, evaluable),
             "rule": (f"predicted winner = the attempt whose host had the lowest first-token median (then receipt "
                      f"median) over its latest {WINDOW_SAMPLES} attempts in the {WINDOW_S} s before the race "
-                     f"(the gateway's perf window), hosts with >= {MIN_SAMPLES} samples; a loss is predictable when the winner's host was clearly faster: a median ratio "
+                     f"(the gateway's perf window), hosts with >= {MIN_SAMPLES} samples; a loss is predictable "
+                     f"when the winner's host was clearly faster: a median ratio "
                      f">= {CLEAR_RATIO} with the interquartile ranges apart, on first token or on receipt"),
             "hosts": hosts}
 
@@ -435,10 +436,10 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
 # -- the analysis ----------------------------------------------------------------------------
 def run(store: Any, epoch: int | None, options: Options | None = None) -> Result:
     """The hedging analysis of epoch N's span (or --since/--until). The views over the logs
-    it reads most (``hedge_attempts``, ``hedge_races``, ``hedge_priors``, and ``log_participants``
-    for the host labels) are read from their derived tables, kept in the store and rebuilt only when logs
-    were collected since (Store.derived): a 1 GB log's attempts are worked out once, not once
-    per query or per run."""
+    it reads most (``hedge_attempts``, ``hedge_races``, ``hedge_priors``, and
+    ``log_participants`` for the host labels) are read from their derived tables, kept in
+    the store and rebuilt only when logs were collected since (Store.derived): a 1 GB log's
+    attempts are worked out once, not once per query or per run."""
     with store.derived("hedge_attempts", "hedge_races", "hedge_priors", "log_participants"):
         return _run(store, epoch, options or Options())
 
