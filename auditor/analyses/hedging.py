@@ -209,10 +209,16 @@ def _drop(s: dict[str, Any], attempts: list[dict[str, Any]]) -> None:
     s["output_bytes_saved"] += sum((a["output_bytes"] or 0) for a in attempts)
 
 
-def _served_alone(a: dict[str, Any]) -> float | None:
-    """Latency of ``a`` had it been the only attempt, started at the race's start: its own
-    started -> first token time (None when it never delivered a first token)."""
-    return a["ttft_ms"] if a["finished"] or a["winner"] else None
+def _serve_alone(s: dict[str, Any], race: dict[str, Any], chosen: dict[str, Any]) -> None:
+    """Count ``race`` as served by ``chosen`` alone, started at the race's start: every other
+    attempt is saved, and its latency is its own started -> first token time; when it did
+    not finish in the race the request would have needed another attempt (would_fail)."""
+    s["races"] += 1
+    _drop(s, [a for a in race["attempts"] if a is not chosen])
+    if chosen["finished"] or chosen["winner"]:
+        _add_latency(s, chosen["ttft_ms"], latency_ms(race["winner"]))
+    else:
+        s["would_fail"] += 1
 
 
 def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
@@ -223,18 +229,13 @@ def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
     request would have needed another attempt (would_fail)."""
     s = _saving()
     for race in races:
-        p, w, pw = race["primary"], race["winner"], race["predicted"]
+        p, pw = race["primary"], race["predicted"]
         if p is None or pw is None or pw is p:
             continue
         pr = predict(p, pw)
         if pr is None or not pr["clear"]:
             continue
-        s["races"] += 1
-        _drop(s, [a for a in race["attempts"] if a is not pw])
-        if not (pw["finished"] or pw["winner"]):
-            s["would_fail"] += 1
-            continue
-        _add_latency(s, _served_alone(pw), latency_ms(w))
+        _serve_alone(s, race, pw)
     return _finish(s, "speed_aware_primary",
                    f"hedged races whose predicted-fastest host (lowest prior first-token median) is not the primary "
                    f"and is clearly faster (ratio >= {CLEAR_RATIO}, quartiles apart): only that host runs",
@@ -249,7 +250,7 @@ def cf_replace_instead_of_add(races: list[dict[str, Any]]) -> dict[str, Any]:
     decision started): the primary and any other attempt are saved."""
     s = _saving()
     for race in races:
-        p, w = race["primary"], race["winner"]
+        p = race["primary"]
         if p is None or race["decision"] not in SPEEDUP_DECISIONS:
             continue
         cand = next((a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == race["decision"]),
@@ -259,12 +260,7 @@ def cf_replace_instead_of_add(races: list[dict[str, Any]]) -> dict[str, Any]:
         pr = predict(p, cand)
         if pr is None or pr["ratio"] is None or pr["ratio"] < REPLACE_RATIO:
             continue
-        s["races"] += 1
-        _drop(s, [a for a in race["attempts"] if a is not cand])
-        if not (cand["finished"] or cand["winner"]):
-            s["would_fail"] += 1
-            continue
-        _add_latency(s, _served_alone(cand), latency_ms(w))
+        _serve_alone(s, race, cand)
     return _finish(s, "replace_instead_of_add",
                    f"races decided {' or '.join(SPEEDUP_DECISIONS)} whose candidate's predicted advantage "
                    f"(prior median ratio primary/candidate) is >= {REPLACE_RATIO}: only the candidate runs",
