@@ -1,12 +1,11 @@
 -- hedging_decisions: per decision reason (decision_made `decision`), over races in
 -- [$since, $until): how many races it decided, how many of them it started extra attempts
--- for (secondaries whose start_reason is the decision, or receipt_timeout for the
--- receipt_timeout decision), how many of those races an extra attempt won, and what share
--- of its extra attempts were wasted (losers outside rescue races, see
--- views/hedge_attempts.sql), plus the primaries its extra attempts turned into
+-- for (secondaries whose start_reason is the decision), how many of those races an extra
+-- attempt won, and what share of its extra attempts were wasted (losers outside rescue
+-- races, see views/hedge_attempts.sql), plus the primaries its extra attempts turned into
 -- suppressed losers, and the work thrown away in the races it started (wasted_seconds,
--- wasted_bytes: every loser of those races outside rescues). Secondaries started by later escalations (attempt_failed, ...) are
--- counted under their own start reason in `by_start_reason`.
+-- wasted_bytes: every loser of those races outside rescues). Secondaries started by a later
+-- escalation (attempt_failed, ...) are not extra attempts of the decision.
 -- Reads: hedge_attempts.
 WITH a AS (
     SELECT *, (role = 'secondary' AND start_reason = decision) AS extra

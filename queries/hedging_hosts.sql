@@ -37,9 +37,6 @@ WITH a AS (
            count(*) FILTER (WHERE wasted) AS wasted_attempts,
            CASE WHEN count(*) FILTER (WHERE wasted) = 0 THEN 0
                 ELSE round(sum(wasted_ms) FILTER (WHERE wasted) / 1000.0, 3) END AS wasted_seconds,
-           CASE WHEN count(*) FILTER (WHERE wasted AND role = 'primary') = 0 THEN 0
-                ELSE round(sum(wasted_ms) FILTER (WHERE wasted AND role = 'primary') / 1000.0, 3) END
-               AS wasted_seconds_as_primary,
            count(*) FILTER (WHERE wasted AND wasted_ms IS NULL) AS wasted_time_unknown,
            coalesce(sum(output_chunks) FILTER (WHERE wasted), 0) AS wasted_chunks,
            coalesce(sum(output_bytes) FILTER (WHERE wasted), 0) AS wasted_bytes,

@@ -40,7 +40,6 @@ WASTE_LOSS_SHARE = 0.5      # ... share of its primary races lost to a hedge (re
 WASTE_FULL_SHARE = 0.5      # ... share of those losses that ran on as suppressed losers ("full generations")
 PREDICT_MIN_LOSSES = 5      # hedge_predictable_loss: losses with a prediction a host needs
 PREDICT_SHARE = 0.8         # ... share of them that were predictable
-UNRESPONSIVE_MIN = 1        # primary_unresponsive_false_positive: false firings before it is reported
 
 SPEEDUP_DECISIONS = ("pairwise_budgeted_speedup", "secondary_faster")
 AB_DECISION = "pairwise_ab_sample"
@@ -156,7 +155,8 @@ def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
     """How often the lowest prior median picked the real winner, and, per primary host,
     how many of its losses were predictable (``predict(primary, winner).clear``)."""
     evaluable = right = 0
-    per_host: dict[str, dict[str, int]] = defaultdict(lambda: {"losses": 0, "with_prediction": 0, "predictable": 0})
+    per_host: dict[str, dict[str, Any]] = defaultdict(lambda: {"losses": 0, "with_prediction": 0, "predictable": 0,
+                                                              "predictable_requests": []})
     for race in races:
         w, p, pw = race["winner"], race["primary"], race["predicted"]
         race["predicted_winner"] = pw["host"] if pw else None
@@ -173,8 +173,11 @@ def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
             h["with_prediction"] += 1
             h["predictable"] += pr["clear"]
             race["loss_predictable"] = pr["clear"]
-            race["predicted_ratio"] = _round(pr["ratio"])
-    hosts = [{"label": k, **v, "predictable_share": _share(v["predictable"], v["with_prediction"])}
+            if pr["clear"]:
+                h["predictable_requests"].append(race["request"])
+    hosts = [{"label": k, **{n: v[n] for n in ("losses", "with_prediction", "predictable")},
+              "predictable_share": _share(v["predictable"], v["with_prediction"]),
+              "predictable_requests": v["predictable_requests"]}
              for k, v in sorted(per_host.items(), key=lambda kv: (-kv[1]["losses"], kv[0]))]
     return {"evaluable_races": evaluable, "prediction_right": right, "prediction_right_share": _share(right, evaluable),
             "rule": (f"predicted winner = the attempt whose host had the lowest first-token median (then receipt "
@@ -397,22 +400,21 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
         if p and p["with_prediction"] >= PREDICT_MIN_LOSSES and p["predictable"] / p["with_prediction"] >= PREDICT_SHARE:
             out.append(Finding(
                 "hedge_predictable_loss", "warn", subject,
-                f"{p['predictable']} of {h['label']}'s {p['with_prediction']} losses as primary were predictable "
-                f"before dispatch: the winner's host was clearly faster over its latest {WINDOW_SAMPLES} samples "
-                f"in the previous {WINDOW_S} s",
+                f"{p['predictable']} of {h['label']}'s {p['losses']} losses as primary ({p['with_prediction']} "
+                f"with a prediction) were predictable before dispatch: the winner's host was clearly faster over "
+                f"its latest {WINDOW_SAMPLES} samples in the previous {WINDOW_S} s",
                 {"losses": p["losses"], "losses_with_prediction": p["with_prediction"],
                  "predictable": p["predictable"], "predictable_share": p["predictable_share"],
-                 "rule": pred["rule"], "query": "queries/hedging_race_attempts.sql",
-                 "row": {"primary_host": h["label"], **query_args}},
+                 "rule": pred["rule"], "predictable_requests": p["predictable_requests"][:20],
+                 "query": "queries/hedging_race_attempts.sql",
+                 "row": {"request": "each of predictable_requests", **query_args}},
                 model_of.get(h["label"])))
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for u in unresp:
         if u["false_positive"]:
             by_host[u["primary_host"]].append(u)
     label_to_host = {h["label"]: h["host"] for h in hosts}
-    for label, rows in sorted(by_host.items()):
-        if len(rows) < UNRESPONSIVE_MIN:
-            continue
+    for label, rows in sorted(by_host.items()):       # one false firing is reported
         fired = sum(1 for u in unresp if u["primary_host"] == label)
         out.append(Finding(
             "primary_unresponsive_false_positive", "warn", {"kind": "participant", "id": label_to_host.get(label, label)},
@@ -551,8 +553,8 @@ def _run(store: Any, epoch: int | None, options: Options) -> Result:
 HOST_KEYS = ("host", "label", "label_status", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
              "primary_no_winner", "loss_rate", "suppressed_losers", "suppressed_losers_completed",
              "secondary_attempts", "secondary_wins", "secondary_suppressed_losers", "wasted_seconds",
-             "wasted_attempts", "wasted_chunks", "wasted_bytes", "wasted_tokens", "attempt_seconds", "output_bytes",
-             "beaten_by")
+             "wasted_attempts", "wasted_time_unknown", "wasted_chunks", "wasted_bytes", "wasted_tokens",
+             "attempt_seconds", "output_bytes", "beaten_by")
 
 
 def _race_json(r: dict[str, Any]) -> dict[str, Any]:
