@@ -99,6 +99,20 @@ def test_rotated_away_evidence_is_unknown_and_says_what_is_missing(fixture_repor
     assert d["balance_estimate"] is None  # unknown, not zero
 
 
+def test_the_failed_request_kept_but_its_exhaustion_rotated_away_is_unknown(tmp_path):
+    """The older file keeps the request's insufficient-balance failure; the lines that
+    ended the escrow rotated away: still unknown, not a crash."""
+    import shutil
+
+    d = tmp_path / "fx"
+    shutil.copytree(HERE, d)
+    with (d / "gateway.log.1").open("a") as f:
+        f.write("2026-09-17T07:59:58.000000000Z 2026/09/17 07:59:58 request=req-1-9 stage=runner_prepare_failed "
+                'escrow=80405 error="prepare: local apply: mandatory start inference: insufficient escrow balance"\n')
+    r = run_cli("remints", "396", *sources(d), "--format", "json", db=tmp_path / "a.duckdb")
+    assert r.returncode in (0, 1) and "internal error" not in r.stderr, r.stderr
+    assert by_escrow(json.loads(r.stdout))[80405]["classification"] == "unknown"
+
 def test_the_same_escrow_with_its_log_still_there_is_decided(tmp_path):
     report = remints(tmp_path / "a.duckdb", variant(tmp_path, rotated_away=False))
     d = by_escrow(report)[80405]

@@ -346,7 +346,7 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
     """A request-triggered exhaustion: find the request, its reservation, the balance."""
     eid = life["escrow"]
     exhausted = _utc(life["exhausted_at"] or life["replacing_at"] or life["deactivated_at"]
-                     or life["devshard_deactivated_at"])
+                     or life["devshard_deactivated_at"]) or t     # else the end of life that was logged
     fails = [r for r in uses.by_escrow.get(eid, ()) if r["insufficient_balance"] and r["failed_at"] is not None
              and exhausted - TRIGGER_WINDOW <= r["failed_at"] <= exhausted + timedelta(milliseconds=1)]
     ev = d["evidence"]
