@@ -252,3 +252,22 @@ def test_cpoc_misses_for_the_miss_test(fixture_db):
     assert c[B]["misses_in_cpoc_windows"] == 0                       # seen, and none
     glm_victim = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())["victim"]
     assert c[glm_victim]["misses_in_cpoc_windows"] is None            # never seen: unknown
+
+
+def test_error_only_for_a_host_the_chain_did_not_pay():
+    """A failing recomputed miss test on a host the chain paid is a discrepancy, not a
+    zeroed reward: the overload finding stays warn; an unknown weight share is said so."""
+    from auditor.analyses.poc_overload import PocOverloadOptions, _finding
+
+    entry = {k: None for k in ("peak_at", "attribution", "before", "counterfactual", "escrows", "misses_by_kind",
+                               "model_weight", "requests", "requests_per_minute", "unfinished_not_missed",
+                               "weight", "window", "share")}
+    entry.update(episode="cpoc:0", model="m", participant="gonka1x", cap=2, peak_inflight=99, misses=975,
+                 window_flips_verdict=True)
+    sev = {}
+    for paid in (0, 5):
+        entry["miss_test"] = {"verdict": "zeroed_by_miss_test", "rewarded_coins": paid}
+        f = _finding(entry, PocOverloadOptions(), None, None)
+        sev[paid] = f.severity
+        assert "unknown share" in f.summary
+    assert sev == {0: "error", 5: "warn"}

@@ -560,11 +560,13 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
     if share_before is not None and share_win is not None and share_win <= 2 * share_before:
         return None       # its usual share of the model's load: not the preserved-slot pile-up
     mt = entry["miss_test"] or {}
-    zeroed = mt.get("verdict") == "zeroed_by_miss_test"
+    # zeroed: the test fails and the chain paid nothing (a failing host it paid is a discrepancy)
+    zeroed = mt.get("verdict") == "zeroed_by_miss_test" and not mt.get("rewarded_coins")
     flips = bool(entry.get("window_flips_verdict"))
     severity = "error" if zeroed and flips else "warn"
     cf = entry["counterfactual"] or {}
-    summary = (f"{entry['episode']}: preserved host with {entry['share']:.2%} of {entry['model']} weight peaked at "
+    share = "an unknown share" if entry["share"] is None else f"{entry['share']:.2%}"
+    summary = (f"{entry['episode']}: preserved host with {share} of {entry['model']} weight peaked at "
                f"{peak} in flight against a cap of {cap} and took {misses} misses in the window"
                + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else ""))
     evidence = {
