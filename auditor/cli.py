@@ -423,33 +423,35 @@ def report_daily(
     """
     from . import daily
     from .analyses import epoch_report
+    from .collect import resolved
     from .progress import Progress
     from .report import promfile, render
     from .store import Store
 
     progress = Progress(quiet=state.quiet)
     when = daily.parse_date(day)
-    with daily.locked(out_dir), Store(_db()) as store:
-        if epoch is None and when is not None:
-            epoch = daily.epoch_at(store, when)
-        elif epoch is None and sources.nodes and not sources.offline:
-            epoch = daily.latest_settled_on_chain(sources)
-        code = 0
-        if sources.any and not sources.offline:
-            code = _collect(store, sources, [] if epoch is None else [epoch])
-        if epoch is None:
-            epoch = daily.latest_settled_in_store(store)
-        progress.log(f"report daily: epoch {epoch}")
-        result = epoch_report.run(store, epoch)
-        folder = out_dir / daily.report_day(store, epoch, when).isoformat()
-    view = render.View(command=command_line())
-    for fmt in daily.FORMATS:
-        render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
-    progress.log(f"report daily: wrote {folder}/report.{{{','.join(daily.FORMATS)}}} "
-                 f"({len(result.findings)} findings)")
-    if prom_textfile is not None:
-        promfile.write(prom_textfile, result, epoch)
-        progress.log(f"report daily: wrote {prom_textfile}")
+    with daily.locked(out_dir):                     # held until every file is written
+        with resolved(sources) as s, Store(_db()) as store:     # --replay: its server is the node
+            if epoch is None and when is not None:
+                epoch = daily.epoch_at(store, when)
+            elif epoch is None and s.nodes and not s.offline:
+                epoch = daily.latest_settled_on_chain(s)
+            code = 0
+            if s.any and not s.offline:
+                code = _collect(store, s, [] if epoch is None else [epoch])
+            if epoch is None:
+                epoch = daily.latest_settled_in_store(store)
+            progress.log(f"report daily: epoch {epoch}")
+            result = epoch_report.run(store, epoch)
+            folder = out_dir / daily.report_day(store, epoch, when).isoformat()
+        view = render.View(command=command_line())
+        for fmt in daily.FORMATS:
+            render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
+        progress.log(f"report daily: wrote {folder}/report.{{{','.join(daily.FORMATS)}}} "
+                     f"({len(result.findings)} findings)")
+        if prom_textfile is not None:
+            promfile.write(prom_textfile, result, epoch)
+            progress.log(f"report daily: wrote {prom_textfile}")
     raise typer.Exit(code or result.exit_code(fail_on.value if fail_on else None))
 
 

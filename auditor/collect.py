@@ -12,11 +12,14 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
-from .result import CollectReport
-from .progress import Progress
-from .store import Store
+
+if TYPE_CHECKING:                     # the CLI imports this module for its flags: keep duckdb off that path
+    from .progress import Progress
+    from .result import CollectReport
+    from .store import Store
 
 
 @dataclass
@@ -41,7 +44,8 @@ class Sources:
 @contextmanager
 def resolved(sources: Sources) -> Iterator[Sources]:
     """Start a loopback replay server for ``--replay`` and point each URL source that
-    was not given explicitly at it, when the recording holds answers for that source."""
+    was not given explicitly at it, when the recording holds answers for that source. The
+    sources it yields have no ``replay`` left, so resolving them again is a no-op."""
     if not sources.replay:
         yield sources
         return
@@ -54,6 +58,7 @@ def resolved(sources: Sources) -> Iterator[Sources]:
             nodes=sources.nodes or ([server.url] if any(p.startswith("/chain-") for p in paths) else []),
             accounting=sources.accounting or ([server.url] if any(p.startswith("/api/v1/") for p in paths) else []),
             metrics=sources.metrics or ([server.url + "/metrics"] if "/metrics" in paths else []),
+            replay=[],
             rate=0.0,
         )
 

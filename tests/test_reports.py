@@ -178,6 +178,17 @@ def test_report_daily_writes_every_format_and_a_textfile(demo, tmp_path):
     assert [p.name for p in prom.parent.iterdir()] == ["auditor.prom"]     # written, then renamed
 
 
+def test_report_daily_asks_a_replayed_node_for_the_latest_epoch(tmp_path):
+    """--replay stands in for --node: the latest settled epoch comes from the recording's
+    /v1/epochs/latest, not a usage error; what the recording lacks is missing (exit 3)."""
+    out = tmp_path / "reports"
+    r = run_cli("report", "daily", "--out", str(out), "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                db=tmp_path / "a.duckdb", stdin="")
+    assert r.returncode == 3 and "needs --epoch" not in r.stderr, r.stderr
+    assert "report daily: epoch 404" in r.stderr
+    (day,) = [d for d in out.iterdir() if d.is_dir()]
+    assert sorted(p.name for p in day.iterdir()) == ["report.html", "report.json", "report.md"]
+
 def test_report_daily_lock_keeps_runs_apart(demo, tmp_path):
     out = tmp_path / "reports"
     code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from auditor import daily; from pathlib import Path\n"
