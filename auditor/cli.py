@@ -189,19 +189,22 @@ def command_line() -> str:
     return redact_text(shlex.join(["auditor", *sys.argv[1:]]))
 
 
-def _analyse(epoch: int | None, sources, out: Output, analysis: Callable, options) -> None:
-    """Collect epoch N from the given sources (unless --offline), run one analysis, render it,
-    and exit: 3 when the collection or the analysis's data was incomplete, else 1 for
-    findings at or above --fail-on, else 0. Without an epoch (an analysis over --since/
-    --until) only the gateway sources are collected."""
+def _analyse(epoch: int | None, sources, out: Output, analysis: Callable, options,
+             collect_epochs: list[int] | None = None) -> None:
+    """Collect epoch N (or ``collect_epochs``) from the given sources (unless --offline), run
+    one analysis, render it, and exit: 3 when the collection or the analysis's data was
+    incomplete, else 1 for findings at or above --fail-on, else 0. Without an epoch (an
+    analysis over --since/--until) only the gateway sources are collected."""
     from .errors import SourceError
     from .report import render
     from .store import Store
 
+    if collect_epochs is None:
+        collect_epochs = [] if epoch is None else [epoch]
     with Store(_db()) as store:
         code = 0
         if not sources.offline and sources.any:
-            code = _collect(store, sources, [] if epoch is None else [epoch])
+            code = _collect(store, sources, collect_epochs)
         result = analysis(store, epoch, options)
     if result.unavailable and not result.parts:
         raise SourceError(result.unavailable)
@@ -355,14 +358,8 @@ def targets(
         _analyse(n, sources, out, tg.run, options)
         return
     first, last = tg.parse_epoch_range(epochs)
-
-    def analysis(store, _epoch, opts):         # collects A..B-1 here; _analyse collects B
-        code = _collect(store, sources, list(range(first, last))) if not sources.offline and sources.any else 0
-        result = tg.run_range(store, first, last, opts)
-        result.complete = result.complete and not code
-        return result
-
-    _analyse(last, sources, out, analysis, options)
+    _analyse(last, sources, out, lambda store, _epoch, opts: tg.run_range(store, first, last, opts), options,
+             collect_epochs=list(range(first, last + 1)))
 
 
 @app.command()

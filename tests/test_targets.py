@@ -213,3 +213,13 @@ def test_epochs_range(fixture_db):
     for fmt in ("table", "md", "csv"):
         r = run_cli("targets", "403", "--offline", "-f", fmt, db=fixture_db)
         assert r.returncode == 0 and DS in r.stdout, r.stderr
+
+
+def test_epochs_range_collects_each_source_once(tmp_path):
+    """--epochs A..B collects A..B in one pass (A == B included), not B and then A..B-1."""
+    r = run_cli("targets", "--epochs", "403..403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), "-f", "json",
+                db=tmp_path / "a.duckdb")
+    assert r.returncode in (0, 1), r.stderr
+    assert r.stderr.count("gateway_log: loaded") == 1 and r.stderr.count("chain epoch 403: loaded") == 1
+    assert json.loads(r.stdout)["epochs"]["stored"] == [403]
