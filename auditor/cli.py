@@ -584,6 +584,14 @@ def _click_exceptions():
     return exceptions
 
 
+def _fail(message: str, code: int) -> None:
+    """One line on stderr, credentials masked, and exit ``code``."""
+    from .redact import redact_text
+
+    print(f"auditor: {redact_text(message)}", file=sys.stderr)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one clear line per error and the documented exit code.
 
@@ -599,21 +607,16 @@ def main(argv: list[str] | None = None) -> None:
                             default_map=_config_defaults(command, args))
     except click_exc.UsageError as exc:
         where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
-        print(f"auditor: error: {exc.format_message()}{where}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password
     except click_exc.ClickException as exc:
-        print(f"auditor: error: {exc.format_message()}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _fail(f"error: {exc.format_message()}", exc.exit_code)
     except typer.Abort:
         print("auditor: interrupted", file=sys.stderr)
         sys.exit(130)
     except AuditorError as exc:
         if state.debug:
             _print_traceback()
-        from .redact import redact_text
-
-        print(f"auditor: error: {redact_text(str(exc))}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _fail(f"error: {exc}", exc.exit_code)
     except KeyboardInterrupt:
         print("auditor: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -626,11 +629,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(130)
         if state.debug:
             _print_traceback()
-        from .redact import redact_text
-
-        print(f"auditor: internal error: {redact_text(f'{type(exc).__name__}: {exc}')} "
-              "(run with --debug for the traceback)", file=sys.stderr)
-        sys.exit(EXIT_SOURCE)
+        _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", EXIT_SOURCE)
     if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130
         print("auditor: interrupted", file=sys.stderr)
     sys.exit(code or 0)

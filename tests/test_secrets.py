@@ -145,3 +145,12 @@ def test_an_unusable_node_url_is_a_usage_error_without_the_secret(db, url):
 def test_redact_text():
     msg = "no node answered /x (http://u:p@a:1/x?token=t: unreachable; http://b/x: HTTP 503)"
     assert redact_text(msg) == "no node answered /x (http://***@a:1/x?token=***: unreachable; http://b/x: HTTP 503)"
+
+
+def test_a_url_given_where_a_value_belongs_is_masked_in_the_usage_error(db):
+    """click's own usage errors quote the bad value: masked like every other error."""
+    url = f"http://{USER}:{PASSWORD}@node:8000"
+    for args in (["epoch", url], ["collect", "--rate", url], ["hedging", "--since", url]):
+        r = run_cli(*args, db=db)
+        assert r.returncode == 2 and "***@node:8000" in r.stderr, r.stderr
+        assert not any(s in r.stderr for s in SECRETS), r.stderr
