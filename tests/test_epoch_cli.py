@@ -130,7 +130,8 @@ def test_epoch_with_every_source_reports_gateway_coverage(db):
     report = run_json("epoch", "403", "--replay", str(REC), "--replay", str(FIXTURES / "accounting" / "v5"),
                       "--gateway-log", str(DEMO_LOG), "--format", "json", db=db)
     cov = report["coverage"]
-    assert set(cov) == {"chain", "accounting", "gateway_log", "metrics"}
+    assert set(cov) == {"chain", "chain_escrows", "accounting", "gateway_log", "metrics"}
+    assert cov["chain_escrows"]["collected"] and cov["chain_escrows"]["missing"] == []   # the logs' escrows, probed
     acct = cov["accounting"]
     assert acct["collected"] and acct["schema_versions"] == [5] and acct["loaded"]["participant_records"] > 0
     logs = cov["gateway_log"]

@@ -65,6 +65,7 @@ def test_1799_sequence_is_spurious_with_its_numbers(fixture_report):
     assert d["balance_estimate"] == STORY["balance_80502_at_least"] == 80_000_000 - 12 * (20_000 + 4096) * 100
     assert "chain amount 80,000,000" in d["balance_source"] and "12 request(s)" in d["balance_source"]
     assert d["timing_ms"]["failure_to_exhausted"] == 16
+    assert d["evidence"]["served_requests"] == 12          # the same count as its escrow's requests_served
     assert 4000 <= d["timing_ms"]["failure_to_replacement"] <= 4100
     assert d["replacement_escrow"] == 80620
     cf = d["counterfactual"]
@@ -230,7 +231,12 @@ def test_a_failed_escrow_probe_is_exit_3_and_coverage_says_which(tmp_path, db):
     assert any("devshard_escrow/80502" in m for m in report["coverage"]["missing"])
     # without the chain record, the reservation of the request is unknown and so is the verdict
     d502 = by_escrow(report)[80502]
-    assert d502["request"]["reservation"] is None and d502["classification"] != "legitimate"
+    # still decided: the periodic check shows the balance was at least the threshold
+    assert d502["request"]["reservation"] is None
+    assert (d502["classification"], d502["basis"]) == ("spurious", "balance bound")
+    assert "could not reserve an amount that is unknown" in d502["summary"]
+    epoch = json.loads(run_cli("epoch", "396", "--offline", "--format", "json", db=db).stdout)
+    assert any("devshard_escrow/80502" in m for m in epoch["coverage"]["chain_escrows"]["missing"])
 
 
 def test_an_epoch_the_logs_do_not_show_is_unknown_not_empty(db):

@@ -23,6 +23,8 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     windows = store.query("epoch_windows", epoch=epoch)
     items = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
     data: dict[str, Any] = {"chain": chain(items.get("chain"))}
+    if "chain_escrows" in items:         # probed for this epoch's escrows (auditor/sources/escrows.py)
+        data["chain_escrows"] = chain(items["chain_escrows"])
     data["accounting"] = accounting(store, epoch, items.get("accounting"))
     data["gateway_log"] = gateway_log(store, epoch, windows)
     data["metrics"] = metrics(store, epoch, windows)

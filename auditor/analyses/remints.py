@@ -304,7 +304,7 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
                    else "not found on chain (never existed or pruned)" if life["chain_probed"]
                    else "not collected (auditor collect --node URL probes devshard_escrow/{id})")
     ev["minted_at"] = iso(life["minted_at"])
-    ev["served_requests"] = len(uses.by_escrow.get(life["escrow"], ()))
+    ev["served_requests"] = sum(1 for r in uses.by_escrow.get(life["escrow"], ()) if not r["insufficient_balance"])
     if kind == "rotation":
         d["classification"] = "legitimate"
         ev["rotation"] = {"at": iso(life["rotation_retired_at"]), "line": life["rotation_retired_line"]}
@@ -432,7 +432,7 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                        + f"; and no ordinary request served in the {opts.recent_minutes} min before")
         d["summary"] = "request-triggered exhaustion; the balance at the failure is unknown"
         return
-    shown = f"{res:,}" if res is not None else "unknown"
+    shown = f"{res:,}" if res is not None else "an amount that is unknown"
     d["summary"] = (f"request {f['request']} ({f['input_bytes']:,} input bytes, max_tokens {max_tokens:,}) could "
                     f"not reserve {shown}; {why}")
     if d["classification"] == "spurious":
