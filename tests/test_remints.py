@@ -201,8 +201,10 @@ def test_without_the_epoch_start_the_rotation_target_is_unknown_not_zero(tmp_pat
     mm = {m["model"]: m for m in report["mints"]}[MM]
     assert mm["rotation_target"] is None and mm["rotation_target_source"].startswith("unknown")
     assert report["peaks"] == [] and "mint_peak" not in [f["code"] for f in report["findings"]]
+    assert MM in report["peaks_not_assessed"] and any(MM in u for u in report["coverage"]["unknown"])
+    assert any("mint peaks not assessed" in n for n in report["notes"])
     given = run_json("remints", "396", "--offline", "--rotation-target", "4", "--format", "json", db=db)
-    assert [p["model"] for p in given["peaks"]] == [MM]
+    assert [p["model"] for p in given["peaks"]] == [MM] and given["peaks_not_assessed"] == []
 
 
 # -- the command ------------------------------------------------------------------------------

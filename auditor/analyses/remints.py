@@ -650,6 +650,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     deacts = [d for eid, d in sorted(all_deacts.items()) if _in_epoch(lives[eid], d, epoch, spans, lives)]
     epoch_deacts = {d["escrow"]: d for d in deacts}
     mints, peaks = _mints(store, epoch, all_deacts, spans, opts)
+    peaks_unknown = [m["model"] for m in mints if m["rotation_target"] is None]   # not assessed: unknown, not none
     costs = _costs(deacts, lives, uses)
     escrows = [_life(life, uses, epoch_deacts.get(eid)) for eid, life in sorted(lives.items())
                if life["creation_epoch"] == epoch or eid in epoch_deacts]
@@ -667,6 +668,9 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         last = max((sp["last_ts"] for sp in spans.spans if sp["last_ts"]), default=None)
         cov_missing.append(f"no escrow of epoch {epoch} in the logs read (they cover {utc_text(first)} … "
                            f"{utc_text(last)}): its escrows are unknown, not absent")
+    if peaks_unknown:
+        notes.append(f"mint peaks not assessed for {', '.join(peaks_unknown)}: the rotation target is unknown "
+                     "(give --rotation-target N)")
     if unplaced:
         notes.append(f"{len(unplaced)} escrow(s) with no known creation epoch (no chain record, rotation line or "
                      "accounting record) are left out")
@@ -678,6 +682,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
         counts[d["classification"]] += 1
     data = {"epoch": epoch, "available": True, "threshold": opts.threshold, "threshold_source": threshold_source,
             "classifications": dict(counts), "deactivations": deacts, "mints": mints, "peaks": peaks,
+            "peaks_not_assessed": peaks_unknown,
             "costs": costs, "escrows": escrows, "notes": notes}
     tables = _tables(deacts, mints, peaks, costs, notes)
     header = [("epoch", str(epoch)),
@@ -685,6 +690,7 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
               ("mints", ", ".join(f"{m['model']} {m['mints']}" for m in mints) or "none in the logs read"),
               ("spurious cost", f"{costs['mint_transactions']} mint tx, {costs['failed_requests']} failed request(s)")]
     coverage = {"sources": ["gateway_log", "chain_escrows", "accounting"], "missing": cov_missing,
+                "unknown": [f"mint peaks of {m}: rotation target unknown" for m in peaks_unknown],
                 "log_spans": [{"path": s["path"], "first": iso(s["first_ts"]), "last": iso(s["last_ts"])}
                               for s in spans.spans]}
     return Result(KEY, TITLE, data, tables, findings, coverage, complete=not cov_missing, header=header)
