@@ -47,6 +47,7 @@ def check_block(data: bytes, base_line: int = 1, base_off: int = 0) -> None:
     ref = results[-1]
     for res in results:
         assert res.lines == n
+        assert "parse_error" not in res.rejected, res.rejects    # a parser that raised: contained, but a bug
         assert res.parsed + sum(res.rejected.values()) == n
         assert res.rejects == ref.rejects
         line_nos = res.events.column("line_no").to_pylist()
