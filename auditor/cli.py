@@ -208,7 +208,9 @@ def _analyse(epoch: int | None, sources, out: Output, analysis: Callable, option
         result = analysis(store, epoch, options)
     if result.unavailable and not result.parts:
         raise SourceError(result.unavailable)
-    render.emit(result, out.fmt, out.path, render.View(wide=out.wide, command=command_line()))
+    # one participant's report is its full detail: nothing shortened or dropped (issue 12)
+    wide = out.wide or getattr(options, "participant", None) is not None
+    render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 
