@@ -177,3 +177,30 @@ def test_only_the_live_file_given_rows_of_rotated_content_are_kept(tmp_path):
     # given again with its rotated copies, nothing is stored twice
     collect(db, tmp_path / "app.log*")
     stored_once(db, gw.seq)
+
+
+@pytest.mark.parametrize("copy", ["copytruncate caught between copy and truncate", "gzip -k beside it"])
+def test_a_copy_beside_the_file_it_copies_is_not_stored_twice(tmp_path, copy):
+    """A collect that finds app.log and a copy of it at once (logrotate's copytruncate
+    between its copy and its truncate, or `gzip -k`): each line still once, and the cycle
+    after the truncate (or the removal) goes on from there."""
+    db = tmp_path / "a.duckdb"
+    gw = Gateway(tmp_path)
+    gw.write(LINES_PER_CYCLE)
+    collect(db, tmp_path / "app.log*")
+    gw.write(LINES_PER_CYCLE)                       # read through the copy's source, not twice
+    if copy.startswith("copytruncate"):
+        shutil.copyfile(tmp_path / "app.log", tmp_path / "app.log.1")
+        collect(db, tmp_path / "app.log*")
+        stored_once(db, gw.seq)
+        os.truncate(tmp_path / "app.log", 0)
+    else:
+        with open(tmp_path / "app.log", "rb") as f, gzip.open(tmp_path / "app.log.gz", "wb") as g:
+            shutil.copyfileobj(f, g)
+        collect(db, tmp_path / "app.log*")
+        stored_once(db, gw.seq)
+        os.remove(tmp_path / "app.log")
+        gw.reopen()
+    gw.write(LINES_PER_CYCLE)
+    collect(db, tmp_path / "app.log*")
+    stored_once(db, gw.seq)

@@ -139,7 +139,7 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
     with _interrupt_seen() as interrupted:
         try:
             matched = ing.match(targets)
-            for t in targets:
+            for t in sorted(targets, key=lambda t: t.path in ing.copies):    # a copy after what it copies
                 try:
                     if t.path == STDIN:
                         ing.read_stdin(t, sys.stdin.buffer)
@@ -338,6 +338,7 @@ class _Ingest:
         self.recs = {r["file_id"]: FileRec(**r) for r in rows}
         self.unsaved: set[int] = set()    # records not yet in log_files (written with their first rows)
         self.samples: dict[tuple[int, str], int] = {}   # (file, reason) seen this run -> samples stored
+        self.copies: dict[str, FileRec] = {}           # path -> the record (read this run) it is a copy of
 
     # -- records ----------------------------------------------------------------------
     def by_path(self, path: str) -> FileRec | None:
@@ -345,10 +346,16 @@ class _Ingest:
 
     def new_rec(self, path: str, kind: str) -> FileRec:
         """A record for a file not read before; stored with the first commit of its rows, so
-        a run killed before that leaves no trace of it."""
+        a run killed before that leaves no trace of it. A copy of a file read in this run
+        (``match``) starts where that file's record ends: what it holds before is stored."""
         fid = max(self.recs, default=0) + 1
         now = utcnow()
         rec = FileRec(fid, path, kind, first_read_at=now, last_read_at=now)
+        if (src := self.copies.get(path)) is not None:
+            rec.byte_offset, rec.lines, rec.head_len, rec.head_sha256 = (src.byte_offset, src.lines,
+                                                                        src.head_len, src.head_sha256)
+            self.report.notes.append(f"{path}: a copy of {src.path} (the same first bytes): read after byte "
+                                     f"{src.byte_offset}, which that file's record holds")
         self.recs[fid] = rec
         self.unsaved.add(fid)
         return rec
@@ -415,6 +422,13 @@ class _Ingest:
                     free = [r for r in free if r is not rec]
                     out[t.path] = rec
                     moves.append((rec, t))
+        # a copy of content a record given here still reads (logrotate's copytruncate between its
+        # copy and its truncate; `gzip -k`): a new record that starts where that one ends
+        for t in files:
+            if t.path not in out:
+                src = next((r for r in out.values() if r.head_len and self._continues(r, t, False)), None)
+                if src is not None:
+                    self.copies[t.path] = src
         given = {t.path for t in files}
         gone = [r for r in free if r.gone_at is None and (r.path in given or not os.path.exists(r.path))]
         if not moves and not gone:
