@@ -487,8 +487,26 @@ class _Ingest:
             rec = self.new_rec(t.path, "gz")
         rec.device, rec.inode = st.st_dev, st.st_ino
         verified, decoded, damage = _gz_verified(t.path)
-        raw = open(t.path, "rb")
-        try:
+        if rec.byte_offset < verified:
+            self._read_gz_from(t, rec, verified, damage)
+        elif damage is None:     # all it holds is stored already (a compressed copy): not decompressed again
+            rec.complete = True
+            with self.store.transaction():
+                self._finish_state(rec, dict(head=t.head, size=st.st_size, mtime=_mtime(st)))
+        if damage:
+            msg = (f"damaged gzip ({damage}): stored the {verified} uncompressed bytes its check verified "
+                   f"({rec.lines} lines in all); dropped the {decoded - verified} bytes decoded after them, and "
+                   f"anything that follows")
+            self.report.missing.append(f"{t.given}: {msg}")
+            self.coverage(t.given, "partial", msg)
+            return
+        self.coverage(t.given, "ok", f"read whole ({rec.lines} lines)")
+
+    def _read_gz_from(self, t: Target, rec: FileRec, verified: int, damage: str | None) -> None:
+        """Store the verified uncompressed bytes of ``t`` after ``rec.byte_offset`` (decompressed
+        again from the start; what is stored already is skipped)."""
+        st = t.st
+        with open(t.path, "rb") as raw:
             chunks = _gunzip(raw)
             pending = [memoryview(b"")]
             pos = [0]                       # uncompressed bytes taken from chunks
@@ -509,23 +527,8 @@ class _Ingest:
             skip = rec.byte_offset                 # what is stored already
             while skip > 0 and pos[0] < verified:
                 skip -= readinto(memoryview(bytearray(min(skip, self.block_size))))
-            if pos[0] < verified:
-                self._stream(rec, readinto, final=damage is None, total=st.st_size, label=t.given, head=t.head,
-                             size=st.st_size, mtime=_mtime(st), progress_pos=lambda: raw.tell())
-            elif damage is None:
-                rec.complete = True
-                with self.store.transaction():
-                    self._finish_state(rec, dict(head=t.head, size=st.st_size, mtime=_mtime(st)))
-        finally:
-            raw.close()
-        if damage:
-            msg = (f"damaged gzip ({damage}): stored the {verified} uncompressed bytes its check verified "
-                   f"({rec.lines} lines in all); dropped the {decoded - verified} bytes decoded after them, and "
-                   f"anything that follows")
-            self.report.missing.append(f"{t.given}: {msg}")
-            self.coverage(t.given, "partial", msg)
-            return
-        self.coverage(t.given, "ok", f"read whole ({rec.lines} lines)")
+            self._stream(rec, readinto, final=damage is None, total=st.st_size, label=t.given, head=t.head,
+                         size=st.st_size, mtime=_mtime(st), progress_pos=lambda: raw.tell())
 
     # -- stdin ------------------------------------------------------------------------------
     def read_stdin(self, t: Target, src: BinaryIO) -> None:
