@@ -232,18 +232,31 @@ def test_views(s12_db):
 
 
 def test_requests_and_attempts_agree_on_suppressed_losers(tmp_path):
-    """One rule (log_attempts.suppressed_loser) for both views, odd values included."""
+    """One rule (the hedging analysis's, views/hedge_attempts.sql) for log_attempts,
+    log_requests and hedge_attempts, odd values included: a loser needs a winner in its race,
+    is not one the gateway cancelled, and finished or had its stream suppressed."""
+    def rc(req, n, w, f, p="false"):
+        return (f"2026/09/30 11:02:47 request={req} stage=race_completed escrow=7 nonce={n} host=abcd1234 "
+                f"winner={w} finished={f} probe={p}\n")
+
+    lines = [rc("req-1-1", n, w, f, p) for n, w, f, p in [
+        (1, "true", "true", "false"), (2, "false", "true", "false"), (3, "false", "true", '""'),
+        (4, "false", "true", "true"), (5, "false", "false", "false"), (6, "False", "true", "0")]]
+    lines += [rc("req-1-2", 7, "false", "true"),                 # no winner in its race: not a loser
+              rc("req-1-3", 8, "true", "true"),
+              "2026/09/30 11:02:47 request=req-1-3 stage=stream_suppressed escrow=7 nonce=9 host=abcd1234\n",
+              rc("req-1-3", 9, "false", "false"),                 # suppressed, ran to its own end: a loser
+              "2026/09/30 11:02:47 request=req-1-3 stage=speculative_attempt_canceled escrow=7 nonce=10\n",
+              rc("req-1-3", 10, "false", "true")]                 # cancelled by the gateway: not a loser
     log = tmp_path / "gw.log"
-    log.write_text("".join(
-        f"2026/09/30 11:02:47 request=req-1-1 stage=race_completed escrow=7 nonce={n} host=abcd1234 winner={w} "
-        f"finished={f} probe={p}\n"
-        for n, w, f, p in [(1, "true", "true", "false"), (2, "false", "true", "false"), (3, "false", "true", '""'),
-                           (4, "false", "true", "true"), (5, "false", "false", "false"), (6, "False", "true", "0")]))
+    log.write_text("".join(lines))
     db = tmp_path / "a.duckdb"
     assert collect(db, log).returncode == 0
     losers = q(db, "SELECT nonce FROM log_attempts WHERE suppressed_loser ORDER BY nonce")
-    assert losers == [(2,), (3,), (6,)]
-    assert q(db, "SELECT attempts, suppressed_losers FROM log_requests") == [(6, 3)]
+    assert losers == [(2,), (3,), (6,), (9,)]
+    assert q(db, "SELECT nonce FROM hedge_attempts WHERE suppressed_loser ORDER BY nonce") == losers
+    assert q(db, "SELECT request, attempts, suppressed_losers FROM log_requests ORDER BY request") == [
+        ("req-1-1", 6, 3), ("req-1-2", 1, 0), ("req-1-3", 3, 1)]
 
 
 def test_host_labels_against_chain(s12_db):

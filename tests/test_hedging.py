@@ -199,6 +199,25 @@ def test_hours_are_utc_whatever_the_machines_zone(incident):
     assert [h["hour"] for h in rep["per_hour"]] == [h["hour"] for h in plain["per_hour"]]
     assert all(h["hour"].endswith(":00:00+00:00") for h in rep["per_hour"])
 
+
+@pytest.mark.parametrize("fmt", ["plain", *sorted(FORMATS)])
+def test_one_suppressed_loser_rule_in_both_attempt_views(tmp_path_factory, incident, fmt):
+    """log_attempts (and so log_requests) counts the suppressed losers this analysis counts."""
+    import duckdb
+
+    db = incident[0] if fmt == "plain" else _store(tmp_path_factory, f"rule-{fmt}", *FORMATS[fmt])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        differ, losers, rows = con.execute(
+            "SELECT count(*) FILTER (WHERE a.suppressed_loser IS DISTINCT FROM h.suppressed_loser), "
+            "count(*) FILTER (WHERE h.suppressed_loser), count(*) "
+            "FROM log_attempts a JOIN hedge_attempts h USING (file_id, line_no)").fetchone()
+        attempts = con.execute("SELECT count(*) FROM log_attempts").fetchone()[0]
+    finally:
+        con.close()
+    truth = sum(h["suppressed_losers"] + h["secondary_suppressed_losers"] for h in TRUTH["hosts"])
+    assert differ == 0 and losers == truth and rows == attempts
+
 # -- every format, the same rows ----------------------------------------------------------------
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_format_gives_the_same_hosts_rows(tmp_path_factory, incident, fmt):

@@ -1,6 +1,9 @@
 -- One row per attempt: the race_completed line, with its role (primary = the nonce of the
--- request's decision_made, else secondary), the attempt's terminal stage, whether its
--- stream was suppressed, and its nonce_disposition when logged.
+-- request's decision_made, else secondary; NULL when no decision_made was read), the
+-- attempt's terminal stage, whether its stream was suppressed, and its nonce_disposition
+-- when logged. suppressed_loser follows the hedging view's rule of a suppressed loser (a non-probe
+-- non-winner of a race that has a winner, not cancelled, that finished or whose stream was
+-- suppressed); a test holds the two views to the same rows.
 CREATE OR REPLACE VIEW log_attempts AS
 WITH rc AS (
     SELECT * FROM log_events WHERE kind = 'stage' AND name = 'race_completed'
@@ -14,6 +17,7 @@ WITH rc AS (
            last(name ORDER BY file_id, line_no) FILTER (WHERE name NOT IN ('stream_suppressed', 'first_token',
                                                         'receipt_received')) AS terminal_stage,
            bool_or(name = 'stream_suppressed') AS stream_suppressed,
+           bool_or(name = 'speculative_attempt_canceled') AS canceled_line,
            first(fields->>'route' ORDER BY file_id, line_no) FILTER (WHERE name = 'first_token') AS first_token_route,
            first(TRY_CAST(fields->>'elapsed_ms' AS BIGINT) ORDER BY file_id, line_no)
                FILTER (WHERE name = 'receipt_received') AS receipt_ms
@@ -59,8 +63,14 @@ SELECT
          WHEN dm.primary_nonce = rc.nonce THEN 'primary' ELSE 'secondary' END AS role,
     dm.primary_nonce,
     dm.decision,
-    (TRY_CAST(rc.fields->>'winner' AS BOOLEAN) = false AND TRY_CAST(rc.fields->>'finished' AS BOOLEAN)
-        AND NOT coalesce(TRY_CAST(rc.fields->>'probe' AS BOOLEAN), false)) AS suppressed_loser,
+    (NOT coalesce(TRY_CAST(rc.fields->>'winner' AS BOOLEAN), false)
+        AND NOT coalesce(TRY_CAST(rc.fields->>'probe' AS BOOLEAN), false)
+        AND coalesce(bool_or(TRY_CAST(rc.fields->>'winner' AS BOOLEAN)
+                             AND NOT coalesce(TRY_CAST(rc.fields->>'probe' AS BOOLEAN), false))
+                         OVER (PARTITION BY rc.request), false)
+        AND NOT (coalesce(term.canceled_line, false) OR coalesce(rc.fields->>'failure_reason' = 'client_cancelled', false))
+        AND (coalesce(TRY_CAST(rc.fields->>'finished' AS BOOLEAN), false) OR coalesce(term.stream_suppressed, false))
+    ) AS suppressed_loser,
     term.terminal_stage,
     coalesce(term.stream_suppressed, false) AS stream_suppressed,
     term.first_token_route,
