@@ -84,9 +84,9 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
                 raise UsageError("--node needs --epoch N: which epoch to collect from the chain")
             from .sources import chain
 
-            c = stack.enter_context(client(sources, sources.nodes, "chain"))
+            node = stack.enter_context(client(sources, sources.nodes, "chain"))
             for epoch in epochs:
-                reports.append(chain.collect_epoch(store, c, epoch, progress, refresh=refresh))
+                reports.append(chain.collect_epoch(store, node, epoch, progress, refresh=refresh))
         if sources.accounting:
             from .sources import accounting
 
@@ -106,7 +106,7 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
             # last: the escrow ids to probe come from the logs and accounting read above
             from .sources import escrows
 
-            c = stack.enter_context(client(sources, sources.nodes, "escrows"))
-            reports.append(escrows.collect(store, c, progress))
+            # the same client: one rate budget per node, and its recordings beside the chain's
+            reports.append(escrows.collect(store, node, progress))
     return reports
 
