@@ -271,3 +271,17 @@ def test_error_only_for_a_host_the_chain_did_not_pay():
         sev[paid] = f.severity
         assert "unknown share" in f.summary
     assert sev == {0: "error", 5: "warn"}
+
+
+def test_window_misses_are_the_windows_misses(fixture_db):
+    """The count auditor targets reads (window_misses) is the sum of the analysis's windows."""
+    from auditor.analyses import poc_overload
+    from auditor.store import Store
+
+    with Store(fixture_db) as st:
+        res = poc_overload.run(st, 403, poc_overload.PocOverloadOptions())
+        summed: dict = {}
+        for w in res.data["windows"]:
+            if w.get("misses"):
+                summed[(w["episode"], w["model"])] = summed.get((w["episode"], w["model"]), 0) + w["misses"]
+        assert poc_overload.window_misses(st, 403) == summed == {("cpoc:0", MODEL): 975}

@@ -208,6 +208,41 @@ def _miss_test(store: Store, epoch: int) -> tuple[dict[str, dict], Decimal | Non
             mt.findings)
 
 
+def _classified_attempts(store: Store, timed: list[dict], span: Mapping[str, Any],
+                         lookback: timedelta) -> tuple[list[dict], bool]:
+    """The logged attempts from ``lookback`` before the first timed window to the end of the
+    last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions."""
+    if not timed or span["first_ts"] is None:
+        return [], False
+    attempts = store.query("poc_overload_attempts", since=min(e["trigger_time"] for e in timed) - lookback,
+                           until=max(e["val_end_time"] for e in timed))
+    have_disp = bool(store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
+    for a in attempts:
+        a["kind"] = _miss_kind(a, have_disp)
+        a["miss"] = _is_miss(a["kind"])
+    return attempts, have_disp
+
+
+def window_misses(store: Store, epoch: int) -> dict[tuple[str, str], int]:
+    """The misses the gateway logs place on each CPoC window's preserved hosts, per (episode,
+    model): the sum of ``run``'s windows' ``misses``, without the rest of the analysis (for
+    ``auditor targets``' finding severity). Windows without log evidence count none."""
+    events = store.query("poc_overload_events", epoch=epoch)
+    timed = [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
+    span = store.query("poc_overload_log_span")[0]
+    attempts, _ = _classified_attempts(store, timed, span, timedelta(0))
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for h in store.query("poc_overload_preserved_hosts", epoch=epoch) if attempts else []:
+        ev = next((e for e in timed if e["episode"] == h["episode"]), None)
+        if ev is None or _evidence_state(span, ev["trigger_time"], ev["val_end_time"], h["model_id"])[0] == "none":
+            continue
+        n = sum(1 for a in attempts if a["miss"] and a["participant"] == h["participant"]
+                and a["model"] == h["model_id"] and ev["trigger_time"] <= a["start_ts"] <= ev["val_end_time"])
+        if n:
+            out[(ev["episode"], h["model_id"])] += n
+    return dict(out)
+
+
 def run(store: Store, epoch: int, options: Options | None = None) -> Result:
     opt = options if isinstance(options, PocOverloadOptions) else PocOverloadOptions(
         **({} if options is None else {"participant": options.participant, "since": options.since,
@@ -244,21 +279,12 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
             missing.append(f"{e['episode']}: block times of its trigger / end of validation not collected: "
                            "its window cannot be placed in wall-clock time")
     lookback = timedelta(minutes=opt.lookback_minutes)
-    attempts: list[dict] = []
-    ghosts: dict[str, list[dict]] = {}
-    if timed and span["first_ts"] is not None:
-        since = min(e["trigger_time"] for e in timed) - lookback
-        until = max(e["val_end_time"] for e in timed)
-        attempts = store.query("poc_overload_attempts", since=since, until=until)
-        ghosts = {e["episode"]: store.query("poc_overload_ghosts", since=e["trigger_time"], until=e["val_end_time"])
-                  for e in timed}
-    have_disp = bool(store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
+    attempts, have_disp = _classified_attempts(store, timed, span, lookback)
+    ghosts = {e["episode"]: store.query("poc_overload_ghosts", since=e["trigger_time"], until=e["val_end_time"])
+              for e in timed} if timed and span["first_ts"] is not None else {}
     if attempts and not have_disp:
         notes.append("the logs have no nonce_disposition lines: misses are estimated from race_completed "
                      "(has_receipt, finished), without the timeout outcome (marked _est)")
-    for a in attempts:
-        a["kind"] = _miss_kind(a, have_disp)
-        a["miss"] = _is_miss(a["kind"])
     slots = store.query("poc_overload_escrow_slots")
     slot_map: dict[int, list[dict]] = defaultdict(list)
     for s in slots:

@@ -308,17 +308,6 @@ def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mappin
     return out, findings, notes
 
 
-def _window_misses(store: Store, epoch: int) -> dict[tuple[str, str], int]:
-    """Misses the gateway logs place in each CPoC window, per (episode, model), for the
-    finding's severity (from the same rows as ``auditor poc-overload``)."""
-    res = poc_overload.run(store, epoch, poc_overload.PocOverloadOptions())
-    out: dict[tuple[str, str], int] = defaultdict(int)
-    for w in (res.data.get("windows") or []) if isinstance(res.data, dict) else []:
-        if w.get("misses"):
-            out[(w["episode"], w["model"])] += w["misses"]
-    return out
-
-
 def _governance(rows: list[dict], per: float) -> dict:
     w_m = {r["model_id"]: r["total_weight"] for r in rows if r["total_weight"]}
     dem = {r["model_id"]: r["demand_weight"] for r in rows if r["demand_weight"] is not None}
@@ -411,9 +400,9 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
         if e == last:
             continue
         # findings for the earlier epochs of a range: their preserved weight against the pooled demand
-        r, f, _ = _analyse_epoch(store, e, opt, combined, _window_misses(store, e))
+        r, f, _ = _analyse_epoch(store, e, opt, combined, poc_overload.window_misses(store, e))
         findings.extend(f)
-    rows, f, n = _analyse_epoch(store, last, opt, combined, _window_misses(store, last))
+    rows, f, n = _analyse_epoch(store, last, opt, combined, poc_overload.window_misses(store, last))
     findings.extend(f)
     notes.extend(n)
     for r in rows:
