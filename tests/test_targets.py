@@ -223,3 +223,23 @@ def test_epochs_range_collects_each_source_once(tmp_path):
     assert r.returncode in (0, 1), r.stderr
     assert r.stderr.count("gateway_log: loaded") == 1 and r.stderr.count("chain epoch 403: loaded") == 1
     assert json.loads(r.stdout)["epochs"]["stored"] == [403]
+
+
+def test_an_allocation_of_0_is_the_chains_default_everywhere(fixture_db, tmp_path):
+    """The chain preserves 0.5 of W_m when poc_slot_allocation is unset or 0: every query
+    that works out the target (views/chain_slot_allocation.sql) says the same."""
+    import shutil
+
+    from auditor.store import Store
+
+    db = tmp_path / "a.duckdb"
+    shutil.copy(fixture_db, db)
+    with Store(db) as st:
+        st.con.execute("UPDATE chain_params SET poc_slot_allocation = 0 WHERE epoch = 403 AND purpose = 'epoch'")
+        models = {r["model_id"]: r for r in st.query("epoch_models", epoch=403)}
+        chosen = {r["model_id"]: r for r in st.query("targets_models", epoch=403)}
+        by_ep = {r["model_id"]: r for r in st.query("epoch_preserved_by_model", epoch=403)}
+    w = int(models[DS]["w_m"])
+    assert models[DS]["preserved_target"] == chosen[DS]["allocation_target"] == w // 2 == by_ep[DS]["target_weight"]
+    d = run_json("targets", "403", "--offline", "-f", "json", db=db)
+    assert _model(d, DS)["allocation_target"] == w // 2

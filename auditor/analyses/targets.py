@@ -255,7 +255,7 @@ def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mappin
         frac = m["poc_slot_allocation"]
         if frac is None:
             notes.append(f"{mid}: poc_slot_allocation not collected: the chain's fallback 0.5 is used")
-        fraction = Decimal(frac) if frac is not None and Decimal(frac) > 0 else DEFAULT_FRACTION
+        fraction = Decimal(frac) if frac is not None else DEFAULT_FRACTION
         target = int(m["allocation_target"]) if m["allocation_target"] is not None else None
         ps = demand["per_second"].get(mid)
         peak = demand_statistic(ps, opt.statistic) if mid in demand["served"] and ps else None
