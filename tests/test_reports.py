@@ -278,7 +278,21 @@ def test_bad_configuration_is_one_clear_line(tmp_path, args, code, says):
     r = run_cli(*args, db=tmp_path / "x.duckdb")
     assert r.returncode == code, r.stderr
     assert says in r.stderr and "Traceback" not in r.stderr
-    assert sum(says in line for line in r.stderr.splitlines()) >= 1
+    if code == 2:
+        assert r.stderr.count("\n") == 1, r.stderr          # a usage error is one line, nothing else
+
+
+def test_a_locked_database_is_one_line_and_exit_3(tmp_path):
+    import duckdb
+
+    db = tmp_path / "x.duckdb"
+    holder = duckdb.connect(str(db))            # another process's write lock: this one's, here
+    try:
+        r = run_cli("epoch", "403", "--offline", db=db)
+    finally:
+        holder.close()
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("auditor: error: the database") and "locked by another process" in r.stderr
 
 
 # -- the JSON writer ------------------------------------------------------------------------------
