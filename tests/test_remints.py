@@ -292,3 +292,17 @@ def test_against_the_synthetic_generators_ground_truth(tmp_path, seed):
             assert rep["balance"] >= 1_000_000
         if d["basis"] and d["basis"].startswith("recent ordinary requests"):
             assert d["balance_estimate"] is None and "unknown" in d["summary"]
+
+
+def test_the_daily_textfile_counts_the_deactivations(db, tmp_path):
+    """auditor_remint_deactivations{classification} (README's metric) from the epoch's report."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    report = remints(db)
+    prom = tmp_path / "auditor.prom"
+    r = run_cli("report", "daily", "--out", str(tmp_path / "reports"), "--epoch", "396", "--offline",
+                "--prom-textfile", str(prom), db=db)
+    assert r.returncode in (0, 1, 3), r.stderr
+    fam = {f.name: f.samples for f in text_string_to_metric_families(prom.read_text())}
+    got = {s.labels["classification"]: s.value for s in fam["auditor_remint_deactivations"]}
+    assert got and got == {k: float(v) for k, v in report["classifications"].items()}

@@ -177,6 +177,13 @@ def test_report_daily_writes_every_format_and_a_textfile(demo, tmp_path):
     assert counted == expected
     passed = {s.labels["participant"]: s.value for s in metrics["auditor_miss_test_passed"]}
     assert passed[STORY["victim"]] == 0 and passed[STORY["boundary_pass"]] == 1
+    from auditor.report.promfile import METRICS
+
+    assert set(METRICS) <= set(metrics), set(METRICS) - set(metrics)        # every documented family is written
+    # each has samples on the demo, so a renamed data key cannot empty it unseen; the demo's logs
+    # show no escrow deactivation (tests/test_remints.py covers that one)
+    assert [m for m in METRICS if not metrics[m]] == ["auditor_remint_deactivations"]
+    assert all(f"`{m}" in (ROOT / "README.md").read_text() for m in METRICS)   # and documented
     assert [p.name for p in prom.parent.iterdir()] == ["auditor.prom"]     # written, then renamed
 
 
