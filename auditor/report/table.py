@@ -84,7 +84,10 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
                 need = {c: _need(c, texts[c], prose[c]) for c in item.columns}
                 columns = item.columns if view.wide else _fitting(
                     [c for c in item.columns if c not in item.narrow], need, console.width)
-                rt = RichTable(title=fit(item.title), title_justify="left", title_style="bold")
+                # the title on its own line: as a rich table title it wraps to the table's width,
+                # mid-word for a narrow table
+                console.print(fit(item.title), style="bold", markup=False)
+                rt = RichTable()
                 for c in columns:
                     # the heading wraps between its words, never inside one; the cells of an
                     # id or number column do not wrap at all
