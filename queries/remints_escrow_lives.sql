@@ -56,6 +56,10 @@ ev AS (
         first(event || coalesce(' reason="' || reason || '"', '') ORDER BY ts)
             FILTER (WHERE event LIKE 'escrow\_rotation\_settling%' ESCAPE '\'
                        OR event = 'escrow_rotation_deactivated_without_settlement') AS rotation_retired_line,
+        first(reason ORDER BY ts)
+            FILTER (WHERE (event LIKE 'escrow\_rotation\_settling%' ESCAPE '\'
+                           OR event = 'escrow_rotation_deactivated_without_settlement')
+                      AND reason IS NOT NULL)                                       AS rotation_reason,
         min(ts) FILTER (WHERE event IN ('escrow_hold_expired', 'escrow_hold_unrecoverable')) AS hold_end_at,
         first(event ORDER BY ts) FILTER (WHERE event IN ('escrow_hold_expired', 'escrow_hold_unrecoverable')) AS hold_end_event,
         min(ts) FILTER (WHERE event IN ('auto_settle_confirmed', 'devshard_settle_confirmed')) AS settled_at,
@@ -105,7 +109,7 @@ SELECT
     ev.deactivated_at, ev.deactivation_reason, ev.settlement_due, ev.deactivated_in_store,
     ev.devshard_deactivated_at, ev.devshard_deactivated_reason, ev.retired_at, ev.retired_reason,
     ev.exhausted_at, ev.replacing_at, ev.low_at, ev.low_balance, ev.low_threshold,
-    ev.nonce_high_at, ev.nonce_high, ev.nonce_limit, ev.rotation_retired_at, ev.rotation_retired_line,
+    ev.nonce_high_at, ev.nonce_high, ev.nonce_limit, ev.rotation_retired_at, ev.rotation_retired_line, ev.rotation_reason,
     ev.hold_end_at, ev.hold_end_event, ev.settled_at, coalesce(ev.insufficient_failures, 0) AS insufficient_failures,
     repl.replaced_at, repl.replacement_escrow, repl.replacement_reason, repl.replacement_tx,
     acct.acct_epoch, acct.acct_latest_nonce, acct.acct_phase

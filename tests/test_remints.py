@@ -83,6 +83,7 @@ def test_every_deactivation_of_the_fixture_is_classified(fixture_report):
     assert d[80401]["trigger"] == "low_balance" and d[80401]["balance_estimate"] == 842_000
     assert d[80402]["trigger"] == "high_nonce" and d[80402]["evidence"]["nonce_check"]["nonce"] == 19_803
     assert {d[80311]["trigger"], d[80312]["trigger"]} == {"rotation"}
+    assert {d[80311]["reason"], d[80312]["reason"]} == {"escrow rotation temp retired"}    # as logged
     assert d[80401]["replacement_escrow"] == 80502 and d[80402]["replacement_escrow"] == 80560
     assert d[80402]["evidence"]["nonce_check"]["accounting_latest_nonce"] == 19_803
     # an escrow only the accounting API names was probed on chain too, and is part of the epoch

@@ -279,7 +279,8 @@ def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
 
 def _reason(life: dict[str, Any]) -> str | None:
     return (life["deactivation_reason"] or life["replacement_reason"] or life["devshard_deactivated_reason"]
-            or life["retired_reason"] or (life["rotation_retired_line"] and "rotation retirement"))
+            or life["retired_reason"] or life["rotation_reason"]
+            or (life["rotation_retired_line"] and "rotation retirement (no reason logged)"))
 
 
 def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions,
