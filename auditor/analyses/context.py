@@ -1,0 +1,44 @@
+"""One run of analyses over one epoch (or a time range): the store, and the facts several
+analyses share, each computed once per run.
+
+An ``epoch`` run, an analysis command and a ``watch`` tick each make one :class:`Run` and pass
+it to every analysis they run (``run(store, epoch, options, ctx=run)``). An analysis that needs
+what another one works out (the miss test, the cPoC windows, the attempts around them) asks the
+run for it by name, and the run computes it the first time and hands out the same object after:
+no analysis runs another one's queries a second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..store import Store
+
+T = TypeVar("T")
+
+
+class Run:
+    """The store and epoch of one run, with a cache of shared facts keyed by name."""
+
+    def __init__(self, store: Store, epoch: int | None) -> None:
+        self.store = store
+        self.epoch = epoch
+        self._facts: dict[str, Any] = {}
+
+    def shared(self, name: str, compute: Callable[[], T]) -> T:
+        """The fact ``name`` of this run: ``compute()`` the first time it is asked for, the same
+        object after. ``name`` says what it is and for which inputs (``"miss_test"``,
+        ``"cpoc_windows"``); a fact that depends on options puts them in its name."""
+        if name not in self._facts:
+            self._facts[name] = compute()
+        return self._facts[name]
+
+
+def run_for(store: Store, epoch: int | None, ctx: Run | None) -> Run:
+    """``ctx`` when the caller is part of a run, else a run of its own (an analysis called alone)."""
+    if ctx is not None:
+        if ctx.store is not store or ctx.epoch != epoch:
+            raise ValueError("an analysis was given a run of another store or epoch")
+        return ctx
+    return Run(store, epoch)
