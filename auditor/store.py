@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -88,6 +89,9 @@ class Store:
         self.read_only = read_only
         self._in_tx = False
         self._types: dict[str, dict[str, str]] = {}
+        # how often each named query ran (by name) and each derived table was built
+        # ("derived:<view>") on this connection: tests check that a run does its work once
+        self.executed: Counter[str] = Counter()
         if not read_only:
             self.migrate()
             self.create_views()
@@ -166,6 +170,7 @@ class Store:
         exists = self.one("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table])
         if built == stamp and exists:
             return
+        self.executed[f"derived:{view}"] += 1
         with self.transaction():
             self.con.execute(f"CREATE OR REPLACE TABLE main.{table} AS SELECT * FROM main.{view}")
             self.replace("derived_state", {"name": view}, [{"name": view, "views_digest": stamp[0],
@@ -276,6 +281,7 @@ class Store:
         path = queries_dir() / f"{name}.sql"
         if not path.is_file():
             raise StoreError(f"no query file queries/{name}.sql")
+        self.executed[name] += 1
         return self.rows(path.read_text(encoding="utf-8"), params)
 
     def one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
