@@ -274,8 +274,10 @@ def test_error_only_for_a_host_the_chain_did_not_pay():
 
 
 def test_window_misses_are_the_windows_misses(fixture_db):
-    """The count auditor targets reads (window_misses) is the sum of the analysis's windows."""
-    from auditor.analyses import poc_overload
+    """The count auditor targets reads (cpoc.window_misses, a fact of the run) is the sum of the
+    analysis's windows, worked out on its own run."""
+    from auditor.analyses import cpoc, poc_overload
+    from auditor.analyses.context import Run
     from auditor.store import Store
 
     with Store(fixture_db) as st:
@@ -284,4 +286,4 @@ def test_window_misses_are_the_windows_misses(fixture_db):
         for w in res.data["windows"]:
             if w.get("misses"):
                 summed[(w["episode"], w["model"])] = summed.get((w["episode"], w["model"]), 0) + w["misses"]
-        assert poc_overload.window_misses(st, 403) == summed == {("cpoc:0", MODEL): 975}
+        assert cpoc.window_misses(Run(st, 403)) == summed == {("cpoc:0", MODEL): 975}

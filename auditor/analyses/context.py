@@ -10,7 +10,7 @@ no analysis runs another one's queries a second time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..store import Store
@@ -19,12 +19,20 @@ T = TypeVar("T")
 
 
 class Run:
-    """The store and epoch of one run, with a cache of shared facts keyed by name."""
+    """The store and epoch of one run, with a cache of shared facts keyed by name, and the keys
+    of the analyses the run makes (an epoch report: all of them; one command: none needed)."""
 
-    def __init__(self, store: Store, epoch: int | None) -> None:
+    def __init__(self, store: Store, epoch: int | None, *, analyses: Iterable[str] = ()) -> None:
         self.store = store
         self.epoch = epoch
+        self.analyses = frozenset(analyses)
         self._facts: dict[str, Any] = {}
+
+    def includes(self, key: str) -> bool:
+        """Whether the analysis ``key`` is part of this run: another analysis of the run may then
+        show what that one works out (the miss test's findings carry the CPoC window misses of
+        ``poc_overload`` in an epoch report, and not in ``auditor misstest``)."""
+        return key in self.analyses
 
     def shared(self, name: str, compute: Callable[[], T]) -> T:
         """The fact ``name`` of this run: ``compute()`` the first time it is asked for, the same

@@ -14,13 +14,15 @@ from typing import Any
 
 from ..result import Result, Table, utc_text
 from ..store import Store
+from . import cpoc
+from .context import Run, run_for
 from .frame import Options
 
 KEY, TITLE = "coverage", "Coverage"
 
 
-def run(store: Store, epoch: int, options: Options | None = None) -> Result:
-    windows = store.query("epoch_windows", epoch=epoch)
+def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
+    windows = cpoc.epoch_windows(run_for(store, epoch, ctx))
     items = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
     data: dict[str, Any] = {"chain": chain(items.get("chain"))}
     if "chain_escrows" in items:         # probed for this epoch's escrows (auditor/sources/escrows.py)

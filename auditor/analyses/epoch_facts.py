@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ..result import Result, Table
 from ..store import Store
+from .context import Run
 from .frame import Options
 
 HEIGHTS, MODELS, CPOC_EVENTS = "heights", "models", "cpoc_events"
 
 
-def heights(store: Store, epoch: int, options: Options | None = None) -> Result:
+def heights(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     rows = store.query("epoch_heights", epoch=epoch)
     notes = []
     if any(r["time"] is None for r in rows):
@@ -19,7 +20,7 @@ def heights(store: Store, epoch: int, options: Options | None = None) -> Result:
     return _fact(HEIGHTS, "Heights", rows, Table("Heights", ["name", "height", "time"], rows, notes))
 
 
-def models(store: Store, epoch: int, options: Options | None = None) -> Result:
+def models(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     rows = store.query("epoch_models", epoch=epoch)
     cols = ["model_id", "members", "nodes", "total_weight", "w_m", "weight_scale_factor",
             "poc_slot_allocation", "preserved_target"]
@@ -28,7 +29,7 @@ def models(store: Store, epoch: int, options: Options | None = None) -> Result:
     return _fact(MODELS, "Models", rows, Table("Models", cols, rows, notes))
 
 
-def cpoc_events(store: Store, epoch: int, options: Options | None = None) -> Result:
+def cpoc_events(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     rows = store.query("epoch_cpoc_events", epoch=epoch)
     cols = ["event_sequence", "phase", "trigger_height", "gen_start", "gen_end", "val_start", "val_end",
             "gen_start_time", "val_end_time"]

@@ -14,6 +14,7 @@ from typing import Any
 from ..result import Result, ranked
 from ..store import Store
 from . import coverage, epoch_facts, hedging, misstest, poc_overload, preserved, remints, targets
+from .context import Run
 from .frame import Options, require_epoch
 
 Analysis = Callable[[Store, int, Options], Result]
@@ -30,6 +31,8 @@ ANALYSES: list[Analysis] = [
     hedging.run,
     remints.run,
 ]
+KEYS = [epoch_facts.HEIGHTS, epoch_facts.MODELS, epoch_facts.CPOC_EVENTS, preserved.KEY, coverage.KEY, misstest.KEY,
+        poc_overload.KEY, targets.KEY, hedging.KEY, remints.KEY]
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None) -> Result:
@@ -38,8 +41,10 @@ def run(store: Store, epoch: int, options: Options | None = None, *, progress: A
     options = options or Options()
     settled, complete = require_epoch(store, epoch)
     analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
-    parts = [analysis(store, epoch, options) for analysis in analyses]
-    _miss_test_cpoc_evidence({p.key: p for p in parts})
+    # one run for the report: what several analyses need is worked out once, and the miss
+    # test's findings carry poc_overload's CPoC window misses because both are in it
+    ctx = Run(store, epoch, analyses=KEYS)
+    parts = [analysis(store, epoch, options, ctx=ctx) for analysis in analyses]
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}
     for part in parts:
@@ -82,12 +87,3 @@ def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tup
                       else "not collected; nothing in this report relies on it alone"))
     return lines
 
-
-def _miss_test_cpoc_evidence(parts: dict[str, Result]) -> None:
-    """Each ``reward_zeroed_miss_test`` gains how many of the participant's misses the
-    poc-overload analysis places in CPoC windows (from its data: no second run)."""
-    mt, po = parts.get(misstest.KEY), parts.get(poc_overload.KEY)
-    if mt is None or po is None or po.unavailable or not isinstance(po.data, dict):
-        return
-    mt.findings = poc_overload.with_cpoc_evidence(mt.findings, po.data.get("cpoc_misses", {}),
-                                                  po.data.get("windows", []))

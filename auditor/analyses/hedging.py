@@ -22,6 +22,8 @@ from typing import Any
 
 from ..errors import UsageError
 from ..result import Finding, Result, Table, utc_text
+from . import cpoc
+from .context import Run, run_for
 from .frame import Options
 
 KEY, TITLE = "hedging", "Hedging waste"
@@ -62,7 +64,8 @@ def _utc(t: datetime | None) -> datetime | None:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
 
 
-def time_range(store: Any, epoch: int | None, options: Options) -> tuple[datetime | None, datetime | None, str, str | None]:
+def time_range(store: Any, epoch: int | None, options: Options,
+               ctx: Run | None = None) -> tuple[datetime | None, datetime | None, str, str | None]:
     """``(since, until, what, problem)``: --since/--until when given, else epoch N's
     effective span [SNV(N), SNV(N+1)); ``problem`` says why no range could be fixed."""
     since, until = _utc(options.since), _utc(options.until)
@@ -72,7 +75,7 @@ def time_range(store: Any, epoch: int | None, options: Options) -> tuple[datetim
         return since, until, "--since/--until", None
     if epoch is None:
         return None, None, "", "give an epoch N or --since/--until"
-    windows = {w["window"]: w for w in store.query("epoch_windows", epoch=epoch)}
+    windows = {w["window"]: w for w in cpoc.epoch_windows(run_for(store, epoch, ctx))}
     w = windows.get("epoch")
     if w is None:
         return None, None, "", (f"epoch {epoch} is not in the store, so its time span is unknown: collect it "
@@ -432,18 +435,18 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
 
 
 # -- the analysis ----------------------------------------------------------------------------
-def run(store: Any, epoch: int | None, options: Options | None = None) -> Result:
+def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     """The hedging analysis of epoch N's span (or --since/--until). The views over the logs
     it reads most (``hedge_attempts``, ``hedge_races``, ``hedge_priors``, and
     ``log_participants`` for the host labels) are read from their derived tables, kept in
     the store and rebuilt only when logs were collected since (Store.derived): a 1 GB log's
     attempts are worked out once, not once per query or per run."""
     with store.derived("hedge_attempts", "hedge_races", "hedge_priors", "log_participants"):
-        return _run(store, epoch, options or Options())
+        return _run(store, epoch, options or Options(), ctx)
 
 
-def _run(store: Any, epoch: int | None, options: Options) -> Result:
-    since, until, what, problem = time_range(store, epoch, options)
+def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None) -> Result:
+    since, until, what, problem = time_range(store, epoch, options, ctx)
     if problem is not None:
         return _unavailable(epoch, problem)
     facts = store.query("hedging_log_facts")[0]

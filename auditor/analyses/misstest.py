@@ -8,8 +8,9 @@ reward was zero for another reason, or it was paid.
 
 Pure functions (no database): :func:`load_tables`, :func:`critical_misses`,
 :func:`missed_stat_test`, :func:`chain_binomial_p_value`, :func:`dynamic_p0`.
-The analysis: :func:`run` (reads ``queries/misstest_inputs.sql``), also the ``miss_test``
-section of ``auditor epoch N``. Findings: ``reward_zeroed_miss_test`` (error) for every
+The analysis: :func:`run` (reads ``queries/misstest_inputs.sql`` through :func:`facts`, the
+miss test of every participant worked out once per run, which ``poc_overload`` reads too),
+also the ``miss_test`` section of ``auditor epoch N``. Findings: ``reward_zeroed_miss_test`` (error) for every
 participant the test zeroed, ``miss_test_discrepancy`` (warn) for one that fails the
 recomputed test and was paid all the same.
 
@@ -49,6 +50,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..result import Finding, Result, Table
+from . import cpoc
+from .context import Run, run_for
 from .frame import Options, epoch_state, not_stored
 
 # -- constants of the chain (chain-api.md section 10) ---------------------------------------
@@ -623,29 +626,46 @@ def _findings(assessed: list[dict[str, Any]], epoch: int) -> list[Finding]:
     return out
 
 
-def run(store: Any, epoch: int, options: Options | None = None) -> Result:
-    """Recompute epoch ``epoch``'s miss test from the store and classify every participant."""
-    participant = (options or Options()).participant
+@dataclass(frozen=True)
+class MissTestFacts:
+    """The miss test of every participant of one epoch, worked out once per run (the network
+    p0 needs them all; ``poc_overload`` reads the verdicts, p0 and findings too)."""
+
+    unavailable: str | None                  # why there is no performance summary; None: the rest is known
+    p0r: P0Result | None = None
+    gov_source: str = ""
+    settled: bool | None = None
+    notes: tuple[str, ...] = ()              # before any participant filter
+    unknown: tuple[str, ...] = ()            # inputs the verdicts use that the store does not hold
+    assessed: tuple[dict[str, Any], ...] = ()   # every participant, in report order
+    findings: tuple[Finding, ...] = ()       # every participant's
+
+    @property
+    def p0(self) -> Decimal | None:
+        """The network p0 as the JSON states it (``data["p0"]``)."""
+        return None if self.p0r is None else Decimal(str(float(self.p0r.p0)))
+
+    def by_participant(self) -> dict[str, dict[str, Any]]:
+        return {a["participant"]: a for a in self.assessed}
+
+
+def facts(run: Run) -> MissTestFacts:
+    """The miss test of ``run``'s epoch (queries/misstest_inputs.sql), computed once per run."""
+    return run.shared("miss_test", lambda: _facts(run.store, run.epoch))
+
+
+def _facts(store: Any, epoch: int) -> MissTestFacts:
     rows = store.query("misstest_inputs", epoch=epoch)
     if not rows:
-        return Result.missing_input(KEY, TITLE, _no_summary_reason(store, epoch), ["chain"])
+        return MissTestFacts(_no_summary_reason(store, epoch))
     ctx = rows[0]
     notes: list[str] = []
-
-    if not ctx.get("has_epoch_row"):
-        settled = None
-    else:
-        settled = bool(ctx.get("settled"))
-        if not settled:
-            notes.append(f"epoch {epoch} is not settled (chain_epochs.settled is false): "
-                         "rewarded_coins may not be final")
-
+    settled = _settled(ctx, epoch, notes)
     gov, gov_source = _governance_p0(ctx, epoch, notes)
     grace = _grace(ctx, epoch, notes)
     if grace is not None:
         assert grace.binom_test_p0 is not None
         gov, gov_source = grace.binom_test_p0, f"punishment grace epoch of {grace.name}"
-
     p0r = dynamic_p0(gov, [(r["inference_count"], r["missed_requests"]) for r in rows])
     if p0r.skip:
         notes.append(f"outage breaker: the network baseline {p0r.baseline_permille}‰ selects the 500‰ table, "
@@ -653,25 +673,69 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
     if p0r.path == PATH_EXACT and p0r.permille is None:
         notes.append("governance p0 above 0.5: the chain runs the exact binomial test with 16-place "
                       "rounding, where p0^k or (1-p0)^(n-k) can round to 0 and fail a participant")
-
     excluded_known = bool(ctx.get("excluded_rows")) or ctx.get("excluded_status") == "ok"
     root_known = bool(ctx.get("root_weight_rows")) or ctx.get("root_status") == "ok"
-    unknown = []          # inputs the verdicts use that the store does not hold
+    unknown = []
     if not excluded_known:
         unknown.append("the exclusion list of this epoch was not collected: exclusions are unknown")
     if not root_known:
         unknown.append("root validation weights of this epoch were not collected: missing weights are unknown")
     notes.extend(unknown)
+    assessed = sorted((_assess(r, p0r, excluded_known, root_known) for r in rows),
+                      key=lambda a: (VERDICT_ORDER[a["verdict"]], a["participant"]))
+    return MissTestFacts(None, p0r, gov_source, settled, tuple(notes), tuple(unknown), tuple(assessed),
+                         tuple(_findings(assessed, epoch)))
 
-    assessed = [_assess(r, p0r, excluded_known, root_known) for r in rows]
-    if participant is not None:
-        assessed = [a for a in assessed if a["participant"] == participant]
-        if not assessed:
-            notes.append(f"participant {participant} has no performance summary in epoch {epoch} "
-                         f"(not active in that epoch, or a typo); the network p0 is still computed from all "
-                         f"{len(rows)} participants")
-    assessed.sort(key=lambda a: (VERDICT_ORDER[a["verdict"]], a["participant"]))
 
+def _settled(ctx: Mapping[str, Any], epoch: int, notes: list[str]) -> bool | None:
+    """Whether the epoch is settled (None: no chain_epochs row)."""
+    if not ctx.get("has_epoch_row"):
+        return None
+    if not ctx.get("settled"):
+        notes.append(f"epoch {epoch} is not settled (chain_epochs.settled is false): "
+                     "rewarded_coins may not be final")
+    return bool(ctx.get("settled"))
+
+
+def run(store: Any, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
+    """Recompute epoch ``epoch``'s miss test from the store and classify every participant. In a
+    run that includes ``poc_overload`` (an epoch report) each ``reward_zeroed_miss_test`` also
+    says how many of the participant's misses fell in CPoC windows (:func:`cpoc.miss_evidence`)."""
+    run_ = run_for(store, epoch, ctx)
+    mt = facts(run_)
+    if mt.unavailable is not None:
+        return Result.missing_input(KEY, TITLE, mt.unavailable, ["chain"])
+    assert mt.p0r is not None
+    participant = (options or Options()).participant
+    notes = list(mt.notes)
+    assessed = _of_participant(mt, participant, epoch, notes)
+    _outcome_notes(assessed, notes)
+    findings = [f for f in mt.findings if participant is None or f.subject["id"] == participant]
+    evidence = cpoc.miss_evidence(run_) if run_.includes(cpoc.ANALYSIS) else None
+    if evidence is not None:
+        findings = cpoc.with_cpoc_evidence(findings, *evidence)
+    counts: dict[str, int] = {}
+    for a in assessed:
+        counts[a["verdict"]] = counts.get(a["verdict"], 0) + 1
+    data = _data(mt, epoch, assessed, counts, notes)
+    coverage = {"sources": ["chain"], "missing": [], "unknown": list(mt.unknown)}
+    return Result(KEY, TITLE, data, [_table(assessed, notes)], findings, coverage,
+                  header=_header(mt, epoch, assessed, counts))
+
+
+def _of_participant(mt: MissTestFacts, participant: str | None, epoch: int, notes: list[str]) -> list[dict]:
+    """The participants the result shows: all, or the one asked for (the p0 is still the network's)."""
+    if participant is None:
+        return list(mt.assessed)
+    assessed = [a for a in mt.assessed if a["participant"] == participant]
+    if not assessed:
+        notes.append(f"participant {participant} has no performance summary in epoch {epoch} "
+                     f"(not active in that epoch, or a typo); the network p0 is still computed from all "
+                     f"{len(mt.assessed)} participants")
+    return assessed
+
+
+def _outcome_notes(assessed: list[dict], notes: list[str]) -> None:
     discrepancies = [a for a in assessed if a["discrepancy"]]
     if discrepancies:
         notes.append(f"{len(discrepancies)} participant(s) fail the recomputed test but were paid: the chain "
@@ -681,52 +745,53 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
     if errors:
         notes.append(f"{len(errors)} participant(s): the chain's test returns an error, so it keeps the reward")
 
-    network_share = (p0r.M / p0r.T) if p0r.T else None
-    counts: dict[str, int] = {}
-    for a in assessed:
-        counts[a["verdict"]] = counts.get(a["verdict"], 0) + 1
 
-    participants_json = []
-    for a in assessed:
-        participants_json.append({
-            **{k: v for k, v in a.items() if k not in ("miss_share", "p0", "p_value")},
-            "miss_share": _float(a["miss_share"]),
-            "p0": float(a["p0"]),
-            "p_value": _float(a["p_value"]),
-        })
+def _data(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[str, int], notes: list[str]) -> dict:
+    p0r = mt.p0r
+    assert p0r is not None
+    participants_json = [{**{k: v for k, v in a.items() if k not in ("miss_share", "p0", "p_value")},
+                          "miss_share": _float(a["miss_share"]), "p0": float(a["p0"]), "p_value": _float(a["p_value"])}
+                         for a in assessed]
     p0_detail = p0r.to_dict()
-    p0_detail["governance_source"] = gov_source
-    data = {
+    p0_detail["governance_source"] = mt.gov_source
+    return {
         "epoch": epoch,
         "available": True,
         "p0": float(p0r.p0),
-        "network_miss_share": network_share,
+        "network_miss_share": (p0r.M / p0r.T) if p0r.T else None,
         "skip": p0r.skip,
-        "settled": settled,
+        "settled": mt.settled,
         "p0_detail": p0_detail,
         "verdicts": counts,
         "notes": notes,
         "participants": participants_json,
     }
 
+
+def _table(assessed: list[dict], notes: list[str]) -> Table:
     table_rows = [{**{c: a[c] for c in TABLE_COLUMNS_OUT}, "miss_share": _float(a["miss_share"])}
                   for a in assessed]
     for tr, a in zip(table_rows, assessed):
         if a["discrepancy"]:
             tr["reason"] = f"{a['reason']}; DISCREPANCY: {a['discrepancy']}"
-    table = Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes))
+    return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes))
 
+
+def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[str, int]) -> list[tuple[str, str]]:
+    p0r, settled = mt.p0r, mt.settled
+    assert p0r is not None
+    network_share = (p0r.M / p0r.T) if p0r.T else None
     header = [
         ("epoch", str(epoch)),
         ("settled", "unknown" if settled is None else "yes" if settled else "no"),
-        ("p0 used", _p0_explanation(p0r, gov_source)),
+        ("p0 used", _p0_explanation(p0r, mt.gov_source)),
         ("network miss share",
          "unknown (no requests)" if network_share is None else f"{p0r.M} / {p0r.T} = {network_share:.4%}"),
         ("T / M / n_used", f"{p0r.T} / {p0r.M} / {p0r.n_used}"),
         ("skip (outage breaker)", "yes: nobody punished" if p0r.skip else "no"),
         ("verdicts", ", ".join(f"{counts[v]} {v}" for v in VERDICT_ORDER if v in counts) or "none"),
     ]
+    discrepancies = sum(1 for a in assessed if a["discrepancy"])
     if discrepancies:
-        header.append(("discrepancies", str(len(discrepancies))))
-    coverage = {"sources": ["chain"], "missing": [], "unknown": unknown}
-    return Result(KEY, TITLE, data, [table], _findings(assessed, epoch), coverage, header=header)
+        header.append(("discrepancies", str(discrepancies)))
+    return header

@@ -18,7 +18,10 @@ Pure functions (no database): :func:`host_cap`, :func:`inflight_profile`,
 host and the window's misses flip its verdict); ``reward_zeroed_miss_test`` is the miss
 test's own finding: the command (not the epoch report, which has the miss test's) repeats
 it with the number of misses the evidence places in CPoC windows
-(:func:`with_cpoc_evidence`, which the epoch report also applies to the miss test's).
+(:func:`cpoc.with_cpoc_evidence`; in an epoch report the miss test's own findings carry them).
+The CPoC events, preserved hosts, log span, attempts and window misses are facts of the run
+(``cpoc.py``), shared with ``targets`` and the miss test; the miss test's verdicts come from
+``misstest.facts`` of the same run, never from a second miss test.
 
 Where the numbers come from, and what they assume, is printed with them:
 
@@ -54,18 +57,15 @@ from typing import Any
 
 from ..result import Finding, Result, Table, utc_text
 from ..store import Store
-from . import misstest
+from . import cpoc, misstest
+from .context import Run, run_for
+from .cpoc import (  # noqa: F401  (the pure rules stay importable from here)
+    DEFAULT_PER_10000, MISS_DISPOSITIONS, MISS_OUTCOMES, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
+    with_cpoc_evidence)
 from .frame import Options, require_epoch
 
 KEY, TITLE = "poc_overload", "Preserved hosts under confirmation PoC"
 
-DEFAULT_PER_10000 = 10.0
-PER_10000_DEFAULT_SOURCE = ("gateway default poc_max_concurrent_requests_per_10000_weight = 10.0 "
-                            "(devshardctl gateway_settings; gateway-logs.md sections 7.2 and 9): not read "
-                            "from this gateway; pass --per-10000 with its setting")
-MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
-                     "unfinished_execution": "failed_after_receipt"}
-MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class PocOverloadOptions(Options):
     """Options of ``auditor poc-overload`` (defaults: what ``auditor epoch N`` uses)."""
 
     per_10000: float | None = None       # PoCMaxConcurrentPer10000Weight; None = the gateway default
-    lookback_minutes: float = 10.0       # "before the window": this many minutes before the trigger
+    lookback_minutes: float = cpoc.DEFAULT_LOOKBACK_MINUTES   # "before the window": minutes before the trigger
     cap_span: str = "generation"         # where the counterfactual applies the cap: generation | window
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
     tiny_share: float = 0.02             # structural risk: an escrow whose only preserved slots are held by hosts below this share of the model
@@ -81,52 +81,6 @@ class PocOverloadOptions(Options):
 
 
 # -- pure rules ---------------------------------------------------------------------------------
-def host_cap(weight: int | None, per_10000: float) -> int | None:
-    """The proposed per-host cap: ``max(1, floor(weight x per10000 / 10000))``; None without a weight."""
-    if weight is None:
-        return None
-    return max(1, math.floor(Decimal(int(weight)) * Decimal(str(per_10000)) / Decimal(10000)))
-
-
-def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime) -> dict:
-    """In-flight requests over ``[start, end]`` from ``(start, end)`` intervals (an interval
-    counts on ``[s, e)``): the exact peak and when it happened, and the per-second maxima
-    (one value per second of the span, each the most in flight at any moment of it)."""
-    events: list[tuple[datetime, int]] = []
-    current = 0
-    for s, e in intervals:
-        if e <= start or s > end:
-            continue
-        if s <= start:
-            current += 1
-        else:
-            events.append((s, 1))
-        if e <= end:
-            events.append((e, -1))
-    events.sort(key=lambda x: (x[0], x[1]))        # ends before starts at the same instant
-    n_seconds = max(1, math.ceil((end - start).total_seconds()))
-    peak, peak_at, level = current, start, current
-    for t, d in events:
-        level += d
-        if level > peak:
-            peak, peak_at = level, t
-    per_second = [0] * n_seconds
-    i, level = 0, current
-    for k in range(n_seconds):
-        b0 = start + timedelta(seconds=k)
-        b1 = b0 + timedelta(seconds=1)
-        while i < len(events) and events[i][0] <= b0:     # the level at the second's first instant
-            level += events[i][1]
-            i += 1
-        top = level
-        while i < len(events) and events[i][0] < b1:
-            level += events[i][1]
-            top = max(top, level)
-            i += 1
-        per_second[k] = top
-    return {"peak": peak, "peak_at": peak_at, "per_second": per_second}
-
-
 def replay_with_cap(attempts: Sequence[Mapping[str, Any]], cap: int, span_start: datetime,
                     span_end: datetime) -> dict:
     """Replay one host's attempts in start order with at most ``cap`` in flight during
@@ -163,281 +117,81 @@ def flip_verdict(missed: int, total: int, removed: int, p0: Decimal) -> dict:
 
 
 # -- the analysis -------------------------------------------------------------------------------
-def _miss_kind(a: Mapping[str, Any], have_dispositions: bool) -> str | None:
-    """What an attempt's nonce became: a miss kind, 'left_unfinished', 'not_applied' or None (done)."""
-    disp = a.get("disposition")
-    if disp in MISS_DISPOSITIONS:
-        return MISS_DISPOSITIONS[disp] if a.get("timeout_outcome") in MISS_OUTCOMES else "not_applied"
-    if disp is not None:
-        return None
-    if a.get("finished"):
-        return None
-    if not have_dispositions:          # no nonce_disposition lines at all: estimate from the receipt
-        return "failed_after_receipt_est" if a.get("has_receipt") else "refused_before_receipt_est"
-    return "left_unfinished"
-
-
-def _is_miss(kind: str | None) -> bool:
-    return kind is not None and kind.startswith(("refused_before_receipt", "failed_after_receipt"))
-
-
 def _per_minute(n: int, seconds: float) -> float | None:
     return round(n * 60.0 / seconds, 2) if seconds > 0 else None
 
 
-def _evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, model: str) -> tuple[str, str]:
-    first, last = span.get("first_ts"), span.get("last_ts")
-    if first is None:
-        return "none", "no gateway logs in the store"
-    if last < start or first > end:
-        return "none", f"the gateway logs ({utc_text(first)} to {utc_text(last)}) do not reach this window"
-    if model not in (span.get("models") or []):
-        return "none", f"the gateway logs name no traffic for {model}: no evidence of its load"
-    if first > start or last < end:
-        return "partial", f"the gateway logs cover only {utc_text(max(first, start))} to {utc_text(min(last, end))}"
-    return "full", "the gateway logs span the whole window"
+def _options(options: Options | None) -> PocOverloadOptions:
+    if isinstance(options, PocOverloadOptions):
+        return options
+    return PocOverloadOptions(**({} if options is None else {"participant": options.participant,
+                                                             "since": options.since, "until": options.until}))
 
 
-def _miss_test(store: Store, epoch: int) -> tuple[dict[str, dict], Decimal | None, list[str], list[Finding]]:
-    """The miss test of every participant (the network p0 needs them all): verdicts by
-    participant, p0, notes, and its findings."""
-    mt = misstest.run(store, epoch, Options())
-    if mt.unavailable:
-        return {}, None, [f"miss test unavailable: {mt.unavailable}"], []
-    return ({p["participant"]: p for p in mt.data["participants"]}, Decimal(str(mt.data["p0"])), [],
-            mt.findings)
+@dataclass
+class _Inputs:
+    """What every window of the report reads (the run's shared facts, and this analysis's own)."""
+
+    opt: PocOverloadOptions
+    per_10000: float
+    span: Mapping[str, Any]
+    hosts: list[dict]
+    attempts: list[dict]
+    ghosts: dict[str, list[dict]]
+    slot_map: dict[int, list[dict]]
+    acct: dict[tuple[str, str], dict]
+    preserved_by_ep: dict[tuple[str, str], set[str]]
+    mt: misstest.MissTestFacts
+    mt_rows: dict[str, dict]
+
+    @property
+    def lookback(self) -> timedelta:
+        return timedelta(minutes=self.opt.lookback_minutes)
 
 
-def _classified_attempts(store: Store, timed: list[dict], span: Mapping[str, Any],
-                         lookback: timedelta) -> tuple[list[dict], bool]:
-    """The logged attempts from ``lookback`` before the first timed window to the end of the
-    last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions."""
-    if not timed or span["first_ts"] is None:
-        return [], False
-    attempts = store.query("poc_overload_attempts", since=min(e["trigger_time"] for e in timed) - lookback,
-                           until=max(e["val_end_time"] for e in timed))
-    have_disp = bool(store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
-    for a in attempts:
-        a["kind"] = _miss_kind(a, have_disp)
-        a["miss"] = _is_miss(a["kind"])
-    return attempts, have_disp
+@dataclass
+class _Event:
+    """One timed CPoC event's window and the attempts around it."""
+
+    ev: Mapping[str, Any]
+    start: datetime
+    end: datetime
+    cap_end: datetime
+    in_win: list[dict]          # started in the window
+    running: list[dict]         # running at some moment of it
+    before: list[dict]          # started in the lookback before it
+    ghosts: list[dict]
 
 
-def window_misses(store: Store, epoch: int) -> dict[tuple[str, str], int]:
-    """The misses the gateway logs place on each CPoC window's preserved hosts, per (episode,
-    model): the sum of ``run``'s windows' ``misses``, without the rest of the analysis (for
-    ``auditor targets``' finding severity). Windows without log evidence count none."""
-    events = store.query("poc_overload_events", epoch=epoch)
-    timed = [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
-    span = store.query("poc_overload_log_span")[0]
-    attempts, _ = _classified_attempts(store, timed, span, timedelta(0))
-    out: dict[tuple[str, str], int] = defaultdict(int)
-    for h in store.query("poc_overload_preserved_hosts", epoch=epoch) if attempts else []:
-        ev = next((e for e in timed if e["episode"] == h["episode"]), None)
-        if ev is None or _evidence_state(span, ev["trigger_time"], ev["val_end_time"], h["model_id"])[0] == "none":
-            continue
-        n = sum(1 for a in attempts if a["miss"] and a["participant"] == h["participant"]
-                and a["model"] == h["model_id"] and ev["trigger_time"] <= a["start_ts"] <= ev["val_end_time"])
-        if n:
-            out[(ev["episode"], h["model_id"])] += n
-    return dict(out)
-
-
-def run(store: Store, epoch: int, options: Options | None = None) -> Result:
-    opt = options if isinstance(options, PocOverloadOptions) else PocOverloadOptions(
-        **({} if options is None else {"participant": options.participant, "since": options.since,
-                                       "until": options.until}))
+def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
+    opt = _options(options)
     require_epoch(store, epoch)
-    events = store.query("poc_overload_events", epoch=epoch)
-    notes: list[str] = []
-    missing: list[str] = []
-    unknown: list[str] = []
+    run_ = run_for(store, epoch, ctx)
     per_10000 = opt.per_10000 if opt.per_10000 is not None else DEFAULT_PER_10000
     per_source = "given with --per-10000" if opt.per_10000 is not None else PER_10000_DEFAULT_SOURCE
-    cpoc_cov = store.one("SELECT status FROM coverage WHERE source = 'chain' AND epoch = ? "
-                         "AND item = 'confirmation_poc_events'", [epoch])
+    why = cpoc.not_collected(run_)
+    if why is not None:
+        return Result.missing_input(KEY, TITLE, why, ["chain"])
+    events = cpoc.events(run_)
     if not events:
-        if cpoc_cov is None or cpoc_cov[0] != "ok":
-            reason = (f"the confirmation PoC events of epoch {epoch} were not collected: "
-                      f"auditor collect --epoch {epoch} --refresh --node URL")
-            return Result.missing_input(KEY, TITLE, reason, ["chain"])
         data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
                 "windows": [], "events": [], "cpoc_misses": {}, "notes": [f"epoch {epoch} had no confirmation PoC"]}
         return Result(KEY, TITLE, data, [Table(TITLE, [], [], data["notes"])],
                       coverage={"sources": ["chain"], "missing": [], "unknown": []})
-
-    hosts = store.query("poc_overload_preserved_hosts", epoch=epoch)
-    span = store.query("poc_overload_log_span")[0]
-    mt_rows, p0, mt_notes, mt_findings = _miss_test(store, epoch)
-    notes.extend(mt_notes)
-    if p0 is None:
-        unknown.append("miss test verdicts (performance summary not collected)")
-
-    timed = [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
-    for e in events:
-        if e not in timed:
-            missing.append(f"{e['episode']}: block times of its trigger / end of validation not collected: "
-                           "its window cannot be placed in wall-clock time")
-    lookback = timedelta(minutes=opt.lookback_minutes)
-    attempts, have_disp = _classified_attempts(store, timed, span, lookback)
-    ghosts = {e["episode"]: store.query("poc_overload_ghosts", since=e["trigger_time"], until=e["val_end_time"])
-              for e in timed} if timed and span["first_ts"] is not None else {}
-    if attempts and not have_disp:
-        notes.append("the logs have no nonce_disposition lines: misses are estimated from race_completed "
-                     "(has_receipt, finished), without the timeout outcome (marked _est)")
-    slots = store.query("poc_overload_escrow_slots")
-    slot_map: dict[int, list[dict]] = defaultdict(list)
-    for s in slots:
-        slot_map[s["escrow"]].append(s)
-
-    acct = _accounting(store.query("poc_overload_accounting", epoch=epoch))
-    preserved_by_ep: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for h in hosts:
-        preserved_by_ep[(h["episode"], h["model_id"])].add(h["participant"])
-
+    notes: list[str] = []
+    missing: list[str] = []
+    unknown: list[str] = []
+    inp = _inputs(run_, opt, per_10000, notes, missing, unknown)
     windows: list[dict] = []
     findings: list[Finding] = []
-    cpoc_misses: dict[str, dict] = {}
     for ev in events:
-        ep = ev["episode"]
-        ev_hosts = [h for h in hosts if h["episode"] == ep]
-        if not ev_hosts:
-            notes.append(f"{ep}: no preserved-node snapshot stored for this event (see coverage)")
-        if ev not in timed:
-            for h in ev_hosts:
-                windows.append(_unknown_window(ev, h, per_10000, "window times unknown (block times not collected)"))
-            continue
-        start, end = ev["trigger_time"], ev["val_end_time"]
-        gen_end = ev["gen_end_time"] or end
-        cap_end = end if opt.cap_span == "window" else gen_end
-        win_s = (end - start).total_seconds()
-        in_win = [a for a in attempts if start <= a["start_ts"] <= end]
-        running = [a for a in attempts if a["start_ts"] <= end and a["end_ts"] >= start]
-        before = [a for a in attempts if start - lookback <= a["start_ts"] < start]
-        win_ghosts = ghosts.get(ep, [])
-        for h in ev_hosts:
-            p, model = h["participant"], h["model_id"]
-            if opt.participant and p != opt.participant:
-                continue
-            state, state_text = _evidence_state(span, start, end, model)
-            entry = _base_window(ev, h, per_10000)
-            entry["evidence"] = {"state": state, "detail": state_text}
-            mt = mt_rows.get(p)
-            entry["miss_test"] = None if mt is None else {
-                "verdict": mt["verdict"], "total": mt["total"], "missed": mt["missed"],
-                "critical_misses": mt["critical_misses"], "rewarded_coins": mt["rewarded_coins"]}
-            entry["accounting_cpoc"] = acct.get((p, model))
-            entry["structural_risk"] = _structural(h, ev, slot_map, preserved_by_ep, opt.tiny_share,
-                                                   in_win, win_ghosts)
-            if state == "none":
-                entry.update(peak_inflight=None, requests=None, misses=None, counterfactual=None)
-                _unknown_once(unknown, f"{ep} {model}: {state_text}: load, misses and counterfactual unknown")
-                c = cpoc_misses.setdefault(p, {"misses_in_cpoc_windows": 0, "windows": [], "evidence": [],
-                                               "windows_without_evidence": []})
-                c["windows_without_evidence"].append(f"{ep} {model}")
-                c["evidence"].append(f"{ep} {model}: {state_text} (its misses there are unknown)")
-                windows.append(entry)
-                continue
-            mine_win = [a for a in in_win if a["participant"] == p and a["model"] == model]
-            mine_run = [a for a in running if a["participant"] == p and a["model"] == model]
-            mine_before = [a for a in before if a["participant"] == p and a["model"] == model]
-            model_win = [a for a in in_win if a["model"] == model]
-            model_before = [a for a in before if a["model"] == model]
-            prof = inflight_profile(((a["start_ts"], a["end_ts"]) for a in mine_run), start, end)
-            kinds: dict[str, int] = defaultdict(int)
-            not_missed: dict[str, int] = defaultdict(int)
-            for a in mine_win:
-                if a["miss"]:
-                    kinds[a["kind"]] += 1
-                elif a["kind"]:
-                    not_missed[a["kind"]] += 1
-            n_miss = sum(1 for a in mine_win if a["miss"])
-            by_minute: dict[str, int] = defaultdict(int)
-            for a in mine_win:
-                by_minute[a["start_ts"].strftime("%H:%M")] += 1
-            share_win = len(mine_win) / len(model_win) if model_win else None
-            share_before = len(mine_before) / len(model_before) if model_before else None
-            entry.update({
-                "peak_inflight": prof["peak"],
-                "peak_at": utc_text(prof["peak_at"]) if prof["peak"] else None,
-                "p95_inflight_per_second": _percentile(prof["per_second"], 0.95),
-                "inflight_series": _series(prof["per_second"], start),
-                "requests": len(mine_win),
-                "requests_per_minute": _per_minute(len(mine_win), win_s),
-                "busiest_minute": max(by_minute.values()) if by_minute else 0,
-                "before": {"minutes": opt.lookback_minutes, "requests": len(mine_before),
-                           "requests_per_minute": _per_minute(len(mine_before), lookback.total_seconds()),
-                           "model_requests_per_minute": _per_minute(len(model_before), lookback.total_seconds()),
-                           "share_of_model_requests": _r(share_before)},
-                "share_of_model_requests": _r(share_win),
-                "misses": n_miss,
-                "misses_by_kind": dict(sorted(kinds.items())),
-                "unfinished_not_missed": dict(sorted(not_missed.items())),
-                "escrows": _escrows(p, model, mine_win, slot_map, preserved_by_ep[(ep, model)], win_ghosts),
-            })
-            cap = entry["cap"]
-            cf = None
-            if cap is not None:
-                rep = replay_with_cap(mine_run, cap, start, cap_end)
-                cf = {**rep, "cap": cap, "span": opt.cap_span,
-                      "span_start": utc_text(start), "span_end": utc_text(cap_end),
-                      "assumptions": [
-                          f"cap {cap} = max(1, floor({entry['weight']} x {per_10000:g} / 10000)) in flight, "
-                          f"applied from {utc_text(start)} to {utc_text(cap_end)} "
-                          f"({'PoC generation: grace + generation' if opt.cap_span != 'window' else 'the whole CPoC window'})",
-                          "a request over the cap is refused before any receipt: its nonce becomes a ghost "
-                          "(assigned, not missed); it is not retried on another host here",
-                          "admitted requests keep their observed duration and outcome (less load would "
-                          "likely fail fewer: misses_remaining is an upper bound)",
-                          "the network p0 is held at the epoch's value"]}
-            entry["counterfactual"] = cf
-            # the miss test: does this window flip it, would the cap have saved it
-            if mt is not None and p0 is not None and mt["total"]:
-                entry["window_flips_verdict"] = flip_verdict(mt["missed"], mt["total"], n_miss, p0)["flips"]
-                if cf is not None:
-                    after = flip_verdict(mt["missed"], mt["total"], cf["misses_avoided"], p0)
-                    cf["epoch_missed_after"], cf["epoch_total_after"] = after["missed"], after["total"]
-                    cf["would_pass_miss_test"] = after["passed"]
-                if n_miss > mt["missed"]:
-                    notes.append(f"{ep} {p}: the logs place {n_miss} misses in the window, more than the chain's "
-                                 f"{mt['missed']} missed_requests for the epoch (escrows of another epoch, or "
-                                 "timeouts the chain did not count): the flip uses at most the chain's count")
-            else:
-                entry["window_flips_verdict"] = None
-            all_logged = sum(1 for a in attempts if a["participant"] == p and a["miss"])
-            entry["attribution"] = {
-                "source": "gateway logs: race_completed start times, nonce_disposition of the same nonce",
-                "window_misses": n_miss,
-                "chain_missed_requests": None if mt is None else mt["missed"],
-                "share_of_chain_misses": (None if mt is None or not mt["missed"]
-                                          else round(min(n_miss, mt["missed"]) / mt["missed"], 4)),
-                "log_span": [utc_text(span["first_ts"]), utc_text(span["last_ts"])],
-                "logged_misses_read": all_logged,
-            }
-            if state == "partial":
-                _unknown_once(unknown, f"{ep} {model}: {state_text}: figures cover that part only")
-            windows.append(entry)
-            c = cpoc_misses.setdefault(p, {"misses_in_cpoc_windows": 0, "windows": [], "evidence": [],
-                                           "windows_without_evidence": []})
-            c["misses_in_cpoc_windows"] += n_miss
-            c["windows"].append(f"{ep} {model}")
-            c["evidence"].append(f"{ep} {model}: {n_miss} misses; {state_text}")
-            f = _finding(entry, opt, share_before, share_win)
-            if f is not None:
-                findings.append(f)
-    for p, c in cpoc_misses.items():
-        mt = mt_rows.get(p)
-        c["chain_missed_requests"] = None if mt is None else mt["missed"]
-        ac = [v for (ap, _), v in acct.items() if ap == p]
-        c["misses_in_cpoc_windows_accounting"] = sum(v["misses"] for v in ac) if ac else None
-        if not c["windows"]:
-            c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
+        _event_windows(ev, inp, windows, findings, notes, unknown)
+    cpoc_misses = _cpoc_misses(run_, opt, inp.mt_rows)
     if opt.miss_test_findings:
-        zeroed = [f for f in mt_findings if f.code == "reward_zeroed_miss_test"
+        zeroed = [f for f in inp.mt.findings if f.code == "reward_zeroed_miss_test"
                   and (opt.participant is None or f.subject["id"] == opt.participant)]
-        findings.extend(with_cpoc_evidence(zeroed, cpoc_misses, windows))
-
-    budget = _metrics_budget(store.query("poc_overload_metrics_budget"), timed, per_10000)
+        findings.extend(with_cpoc_evidence(zeroed, cpoc_misses, {w["participant"] for w in windows}))
+    budget = _metrics_budget(store.query("poc_overload_metrics_budget"), cpoc.timed(events), per_10000)
     if budget:
         notes.extend(b["text"] for b in budget)
     data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
@@ -450,7 +204,211 @@ def run(store: Store, epoch: int, options: Options | None = None) -> Result:
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
     return Result(KEY, TITLE, data, _tables(windows, notes, per_source), findings, coverage,
-                  complete=not missing, header=_header(data, span))
+                  complete=not missing, header=_header(data, inp.span))
+
+
+def _inputs(run_: Run, opt: PocOverloadOptions, per_10000: float, notes: list[str], missing: list[str],
+            unknown: list[str]) -> _Inputs:
+    """Read what the windows need; say in ``notes``, ``missing`` and ``unknown`` what is not known."""
+    store, span, hosts = run_.store, cpoc.log_span(run_), cpoc.preserved_hosts(run_)
+    mt = misstest.facts(run_)
+    if mt.unavailable is not None:
+        notes.append(f"miss test unavailable: {mt.unavailable}")
+        unknown.append("miss test verdicts (performance summary not collected)")
+    events = cpoc.events(run_)
+    timed = cpoc.timed(events)
+    for e in events:
+        if e not in timed:
+            missing.append(f"{e['episode']}: block times of its trigger / end of validation not collected: "
+                           "its window cannot be placed in wall-clock time")
+    attempts, have_disp = cpoc.attempts(run_, opt.lookback_minutes)
+    ghosts = {e["episode"]: store.query("poc_overload_ghosts", since=e["trigger_time"], until=e["val_end_time"])
+              for e in timed} if timed and span["first_ts"] is not None else {}
+    if attempts and not have_disp:
+        notes.append("the logs have no nonce_disposition lines: misses are estimated from race_completed "
+                     "(has_receipt, finished), without the timeout outcome (marked _est)")
+    slot_map: dict[int, list[dict]] = defaultdict(list)
+    for s in store.query("poc_overload_escrow_slots"):
+        slot_map[s["escrow"]].append(s)
+    preserved_by_ep: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for h in hosts:
+        preserved_by_ep[(h["episode"], h["model_id"])].add(h["participant"])
+    return _Inputs(opt, per_10000, span, hosts, attempts, ghosts, slot_map, cpoc.accounting(run_),
+                   preserved_by_ep, mt, mt.by_participant())
+
+
+def _event_windows(ev: Mapping[str, Any], inp: _Inputs, windows: list[dict], findings: list[Finding],
+                   notes: list[str], unknown: list[str]) -> None:
+    """The windows of one CPoC event, one per preserved host, and their findings."""
+    ep = ev["episode"]
+    ev_hosts = [h for h in inp.hosts if h["episode"] == ep]
+    if not ev_hosts:
+        notes.append(f"{ep}: no preserved-node snapshot stored for this event (see coverage)")
+    if ev["trigger_time"] is None or ev["val_end_time"] is None:
+        windows.extend(_unknown_window(ev, h, inp.per_10000, cpoc.UNTIMED) for h in ev_hosts)
+        return
+    event = _event(ev, inp)
+    for h in ev_hosts:
+        if inp.opt.participant and h["participant"] != inp.opt.participant:
+            continue
+        entry, f = _window(event, h, inp, notes, unknown)
+        windows.append(entry)
+        if f is not None:
+            findings.append(f)
+
+
+def _event(ev: Mapping[str, Any], inp: _Inputs) -> _Event:
+    start, end = ev["trigger_time"], ev["val_end_time"]
+    cap_end = end if inp.opt.cap_span == "window" else (ev["gen_end_time"] or end)
+    lookback = inp.lookback
+    return _Event(ev, start, end, cap_end,
+                  in_win=[a for a in inp.attempts if start <= a["start_ts"] <= end],
+                  running=[a for a in inp.attempts if a["start_ts"] <= end and a["end_ts"] >= start],
+                  before=[a for a in inp.attempts if start - lookback <= a["start_ts"] < start],
+                  ghosts=inp.ghosts.get(ev["episode"], []))
+
+
+def _window(e: _Event, h: Mapping[str, Any], inp: _Inputs, notes: list[str],
+            unknown: list[str]) -> tuple[dict, Finding | None]:
+    """One preserved host in one timed CPoC window: its load, misses, miss test and counterfactual."""
+    ev, p, model = e.ev, h["participant"], h["model_id"]
+    state, state_text = cpoc.evidence_state(inp.span, e.start, e.end, model)
+    entry = _base_window(ev, h, inp.per_10000)
+    entry["evidence"] = {"state": state, "detail": state_text}
+    mt = inp.mt_rows.get(p)
+    entry["miss_test"] = None if mt is None else {
+        "verdict": mt["verdict"], "total": mt["total"], "missed": mt["missed"],
+        "critical_misses": mt["critical_misses"], "rewarded_coins": mt["rewarded_coins"]}
+    entry["accounting_cpoc"] = inp.acct.get((p, model))
+    entry["structural_risk"] = _structural(h, ev, inp.slot_map, inp.preserved_by_ep, inp.opt.tiny_share,
+                                           e.in_win, e.ghosts)
+    if state == "none":
+        entry.update(peak_inflight=None, requests=None, misses=None, counterfactual=None)
+        _unknown_once(unknown, f"{ev['episode']} {model}: {state_text}: load, misses and counterfactual unknown")
+        return entry, None
+    mine = [a for a in e.in_win if a["participant"] == p and a["model"] == model]
+    mine_run = [a for a in e.running if a["participant"] == p and a["model"] == model]
+    share_before, share_win = _load(entry, e, inp, mine, mine_run)
+    entry["counterfactual"] = _counterfactual(entry, e, inp, mine_run)
+    _miss_test_effect(entry, mt, inp.mt.p0, notes)
+    entry["attribution"] = _attribution(entry, mt, inp)
+    if state == "partial":
+        _unknown_once(unknown, f"{ev['episode']} {model}: {state_text}: figures cover that part only")
+    return entry, _finding(entry, inp.opt, share_before, share_win)
+
+
+def _load(entry: dict, e: _Event, inp: _Inputs, mine: list[dict],
+          mine_run: list[dict]) -> tuple[float | None, float | None]:
+    """The host's load in the window and before it, its misses there and per escrow; returns
+    its share of the model's requests before and in the window."""
+    p, model = entry["participant"], entry["model"]
+    mine_before = [a for a in e.before if a["participant"] == p and a["model"] == model]
+    model_win = [a for a in e.in_win if a["model"] == model]
+    model_before = [a for a in e.before if a["model"] == model]
+    prof = inflight_profile(((a["start_ts"], a["end_ts"]) for a in mine_run), e.start, e.end)
+    kinds, not_missed = _kinds(mine)
+    by_minute: dict[str, int] = defaultdict(int)
+    for a in mine:
+        by_minute[a["start_ts"].strftime("%H:%M")] += 1
+    share_win = len(mine) / len(model_win) if model_win else None
+    share_before = len(mine_before) / len(model_before) if model_before else None
+    lookback_s = inp.lookback.total_seconds()
+    entry.update({
+        "peak_inflight": prof["peak"],
+        "peak_at": utc_text(prof["peak_at"]) if prof["peak"] else None,
+        "p95_inflight_per_second": _percentile(prof["per_second"], 0.95),
+        "inflight_series": _series(prof["per_second"], e.start),
+        "requests": len(mine),
+        "requests_per_minute": _per_minute(len(mine), (e.end - e.start).total_seconds()),
+        "busiest_minute": max(by_minute.values()) if by_minute else 0,
+        "before": {"minutes": inp.opt.lookback_minutes, "requests": len(mine_before),
+                   "requests_per_minute": _per_minute(len(mine_before), lookback_s),
+                   "model_requests_per_minute": _per_minute(len(model_before), lookback_s),
+                   "share_of_model_requests": _r(share_before)},
+        "share_of_model_requests": _r(share_win),
+        "misses": sum(1 for a in mine if a["miss"]),
+        "misses_by_kind": kinds,
+        "unfinished_not_missed": not_missed,
+        "escrows": _escrows(p, model, mine, inp.slot_map, inp.preserved_by_ep[(e.ev["episode"], model)], e.ghosts),
+    })
+    return share_before, share_win
+
+
+def _kinds(attempts: list[dict]) -> tuple[dict[str, int], dict[str, int]]:
+    """How many of ``attempts`` are misses of each kind, and how many ended unfinished otherwise."""
+    kinds: dict[str, int] = defaultdict(int)
+    not_missed: dict[str, int] = defaultdict(int)
+    for a in attempts:
+        if a["miss"]:
+            kinds[a["kind"]] += 1
+        elif a["kind"]:
+            not_missed[a["kind"]] += 1
+    return dict(sorted(kinds.items())), dict(sorted(not_missed.items()))
+
+
+def _counterfactual(entry: dict, e: _Event, inp: _Inputs, mine_run: list[dict]) -> dict | None:
+    """The window replayed with the host's cap, and what that assumes; None without a cap."""
+    cap = entry["cap"]
+    if cap is None:
+        return None
+    opt, start, cap_end = inp.opt, e.start, e.cap_end
+    rep = replay_with_cap(mine_run, cap, start, cap_end)
+    return {**rep, "cap": cap, "span": opt.cap_span,
+            "span_start": utc_text(start), "span_end": utc_text(cap_end),
+            "assumptions": [
+                f"cap {cap} = max(1, floor({entry['weight']} x {inp.per_10000:g} / 10000)) in flight, "
+                f"applied from {utc_text(start)} to {utc_text(cap_end)} "
+                f"({'PoC generation: grace + generation' if opt.cap_span != 'window' else 'the whole CPoC window'})",
+                "a request over the cap is refused before any receipt: its nonce becomes a ghost "
+                "(assigned, not missed); it is not retried on another host here",
+                "admitted requests keep their observed duration and outcome (less load would "
+                "likely fail fewer: misses_remaining is an upper bound)",
+                "the network p0 is held at the epoch's value"]}
+
+
+def _miss_test_effect(entry: dict, mt: Mapping[str, Any] | None, p0: Decimal | None, notes: list[str]) -> None:
+    """Does this window flip the host's miss test, and would the cap have saved it."""
+    n_miss, cf = entry["misses"], entry["counterfactual"]
+    if mt is None or p0 is None or not mt["total"]:
+        entry["window_flips_verdict"] = None
+        return
+    entry["window_flips_verdict"] = flip_verdict(mt["missed"], mt["total"], n_miss, p0)["flips"]
+    if cf is not None:
+        after = flip_verdict(mt["missed"], mt["total"], cf["misses_avoided"], p0)
+        cf["epoch_missed_after"], cf["epoch_total_after"] = after["missed"], after["total"]
+        cf["would_pass_miss_test"] = after["passed"]
+    if n_miss > mt["missed"]:
+        notes.append(f"{entry['episode']} {entry['participant']}: the logs place {n_miss} misses in the window, "
+                     f"more than the chain's {mt['missed']} missed_requests for the epoch (escrows of another "
+                     "epoch, or timeouts the chain did not count): the flip uses at most the chain's count")
+
+
+def _attribution(entry: dict, mt: Mapping[str, Any] | None, inp: _Inputs) -> dict:
+    n_miss, p, span = entry["misses"], entry["participant"], inp.span
+    return {
+        "source": "gateway logs: race_completed start times, nonce_disposition of the same nonce",
+        "window_misses": n_miss,
+        "chain_missed_requests": None if mt is None else mt["missed"],
+        "share_of_chain_misses": (None if mt is None or not mt["missed"]
+                                  else round(min(n_miss, mt["missed"]) / mt["missed"], 4)),
+        "log_span": [utc_text(span["first_ts"]), utc_text(span["last_ts"])],
+        "logged_misses_read": sum(1 for a in inp.attempts if a["participant"] == p and a["miss"]),
+    }
+
+
+def _cpoc_misses(run_: Run, opt: PocOverloadOptions, mt_rows: Mapping[str, dict]) -> dict[str, dict]:
+    """Per participant (the one asked for, or all): the misses the logs place in its CPoC
+    windows (:func:`cpoc.participant_misses`) beside the chain's missed_requests."""
+    out = {}
+    for p, c in cpoc.participant_misses(run_).items():
+        if opt.participant and p != opt.participant:
+            continue
+        mt = mt_rows.get(p)
+        out[p] = {"misses_in_cpoc_windows": c["misses_in_cpoc_windows"], "windows": list(c["windows"]),
+                  "evidence": list(c["evidence"]), "windows_without_evidence": list(c["windows_without_evidence"]),
+                  "chain_missed_requests": None if mt is None else mt["missed"],
+                  "misses_in_cpoc_windows_accounting": c["misses_in_cpoc_windows_accounting"]}
+    return out
 
 
 SERIES_POINTS = 360
@@ -525,13 +483,7 @@ def _escrows(p, model, mine_win, slot_map, preserved: set[str], win_ghosts) -> l
                 ghost_mine += g["ghosts"]
             else:
                 ghost_other[f"{g['reason'] or '?'}/{g['dispatch_phase'] or '?'}"] += g["ghosts"]
-        kinds: dict[str, int] = defaultdict(int)
-        not_missed: dict[str, int] = defaultdict(int)
-        for a in rows:
-            if a["miss"]:
-                kinds[a["kind"]] += 1
-            elif a["kind"]:
-                not_missed[a["kind"]] += 1
+        kinds, not_missed = _kinds(rows)
         out.append({
             "escrow": esc,
             "slots": group,
@@ -541,8 +493,8 @@ def _escrows(p, model, mine_win, slot_map, preserved: set[str], win_ghosts) -> l
             "slots_known": len(sl),
             "requests": len(rows),
             "misses": sum(1 for a in rows if a["miss"]),
-            "misses_by_kind": dict(sorted(kinds.items())),
-            "unfinished_not_missed": dict(sorted(not_missed.items())),
+            "misses_by_kind": kinds,
+            "unfinished_not_missed": not_missed,
             "other_slots_ghosts": dict(sorted(ghost_other.items())),
             "own_ghosts": ghost_mine,
         })
@@ -613,37 +565,6 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
                    evidence, model=entry["model"])
 
 
-def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], windows: list[dict]) -> list[Finding]:
-    """The miss test's findings, each ``reward_zeroed_miss_test`` with how many of the
-    participant's misses the evidence places in CPoC windows (``cpoc_misses`` and ``windows``
-    of this analysis's data). ``auditor epoch N`` and this command both use it."""
-    out = []
-    for f in findings:
-        if f.code != "reward_zeroed_miss_test":
-            out.append(f)
-            continue
-        p = f.subject["id"]
-        c = cpoc.get(p)
-        ev = dict(f.evidence)
-        if c is not None and c["windows"]:
-            ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
-            ev["misses_in_cpoc_windows_is"] = ("a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
-                                               if c["windows_without_evidence"] else "what the gateway logs show")
-            ev["cpoc_evidence"] = list(c["evidence"])
-        else:
-            preserved = [w["episode"] for w in windows if w["participant"] == p]
-            ev["misses_in_cpoc_windows"] = None
-            ev["cpoc_evidence"] = (["not preserved in any CPoC of the epoch: no misses of a preserved-host pile-up"]
-                                   if not preserved else (c or {}).get("evidence") or
-                                   ["no gateway evidence for its CPoC windows"])
-        if c is not None and c.get("misses_in_cpoc_windows_accounting") is not None:
-            ev["misses_in_cpoc_windows_accounting"] = c["misses_in_cpoc_windows_accounting"]
-            ev.setdefault("cpoc_evidence", []).append(
-                "accounting API: timeouts applied on nonces dispatched during CPoC (all the epoch's CPoCs; no times)")
-        out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
-    return out
-
-
 def _metrics_budget(scrapes: list[dict], events: list[dict], per_10000: float) -> list[dict]:
     """What the /metrics scrapes taken during PoC generation say about the per-10,000 value:
     effective = floor(W x per / 10000) with W = min(current, baseline) weight bounds it to
@@ -667,42 +588,6 @@ def _metrics_budget(scrapes: list[dict], events: list[dict], per_10000: float) -
                              f"effective max {e:g} at weight {weight:g} puts per_10000 in [{lo:.3g}, {hi:.3g}); "
                              f"the {per_10000:g} used is {'consistent' if inside else 'NOT consistent'} with it"
                              + ("" if inside else " (or the absolute max_concurrent_requests bound the budget)"))})
-    return out
-
-
-def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:
-    """Per (participant, model): the accounting API's CPoC-phase misses by kind and per escrow,
-    with the ghosts the escrow's other slots produced in the same phase."""
-    ghosts: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
-    for r in rows:
-        if r["disposition"] == "ghost":
-            ghosts[r["escrow_id"]][r["participant"]][r["no_send_reason"] or "?"] += int(r["count"])
-    out: dict[tuple[str, str], dict] = {}
-    for r in rows:
-        key = (r["participant"], r["model"])
-        e = out.setdefault(key, {"scope": ("accounting API counters, dispatch_phase=confirmation_poc, escrows created "
-                                           "in this epoch: every CPoC of the epoch together (the API has no times)"),
-                                 "misses": 0, "misses_by_kind": defaultdict(int), "escrows": {}})
-        esc = e["escrows"].setdefault(r["escrow_id"], {"escrow": r["escrow_id"], "slots": set(), "misses": 0,
-                                                       "other_slots_ghosts": {}})
-        if r["slot_id"] is not None:
-            esc["slots"].add(int(r["slot_id"]))
-        kind = MISS_DISPOSITIONS.get(r["disposition"])
-        if kind and r["timeout_outcome"] == "applied":
-            e["misses"] += int(r["count"])
-            e["misses_by_kind"][kind] += int(r["count"])
-            esc["misses"] += int(r["count"])
-    for (p, _), e in out.items():
-        e["misses_by_kind"] = dict(sorted(e["misses_by_kind"].items()))
-        for esc in e["escrows"].values():
-            esc["slots"] = sorted(esc["slots"])
-            other: dict[str, int] = defaultdict(int)
-            for op, reasons in ghosts.get(esc["escrow"], {}).items():
-                if op != p:
-                    for reason, n in reasons.items():
-                        other[reason] += n
-            esc["other_slots_ghosts"] = dict(sorted(other.items()))
-        e["escrows"] = sorted(e["escrows"].values(), key=lambda x: x["escrow"])
     return out
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ..result import Result, Table
 from ..store import Store
+from .context import Run
 from .frame import Options
 
 KEY, TITLE = "preserved_nodes", "Preserved nodes"
 
 
-def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     participant = (options or Options()).participant
     summary = store.query("epoch_preserved_by_model", epoch=epoch)
     detail = store.query("epoch_preserved_nodes", epoch=epoch, participant=participant)

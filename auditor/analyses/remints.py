@@ -45,6 +45,7 @@ from typing import Any
 
 from ..result import Finding, Result, Table, utc_text
 from ..store import Store
+from .context import Run
 from .frame import Options
 
 KEY, TITLE = "remints", "Escrow remints"
@@ -625,7 +626,7 @@ def _unavailable(store: Store, epoch: int) -> str | None:
             "collect them with --gateway-log PATH")
 
 
-def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     opts = options if isinstance(options, RemintOptions) else RemintOptions(
         **({k: getattr(options, k) for k in ("participant", "since", "until")} if options else {}))
     why = _unavailable(store, epoch)

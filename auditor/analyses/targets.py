@@ -36,7 +36,8 @@ from typing import Any
 from ..errors import SourceError, UsageError
 from ..result import Finding, Result, Table, utc_text
 from ..store import Store
-from . import poc_overload
+from . import cpoc
+from .context import Run, run_for
 from .frame import Options, not_stored, require_epoch
 
 KEY, TITLE = "preserved_targets", "Preserved-weight targets from PoC demand"
@@ -158,7 +159,7 @@ def _plan(chosen: Sequence[tuple[str, str, int]], per_10000: float, target: int)
     return {"nodes": len(chosen), "participants": len({p for p, _, _ in chosen}), "weight": weight,
             "meets_target": weight >= target,
             "smallest_node_weight": smallest,
-            "smallest_node_cap": poc_overload.host_cap(smallest, per_10000),
+            "smallest_node_cap": cpoc.host_cap(smallest, per_10000),
             "selection": [{"participant": p, "node_id": n, "weight": w} for p, n, w in chosen]}
 
 
@@ -169,10 +170,11 @@ def _opts(options: Options | None) -> TargetsOptions:
     return TargetsOptions() if options is None else TargetsOptions(participant=options.participant)
 
 
-def _epoch_demand(store: Store, epoch: int, opt: TargetsOptions) -> dict:
+def _epoch_demand(run_: Run, opt: TargetsOptions) -> dict:
     """Per model: per-second in-flight maxima over the epoch's CPoC windows the logs cover."""
-    windows = [w for w in store.query("epoch_windows", epoch=epoch) if w["window"].startswith("cpoc:")]
-    span = store.query("poc_overload_log_span")[0]
+    store = run_.store
+    windows = [w for w in cpoc.epoch_windows(run_) if w["window"].startswith("cpoc:")]
+    span = cpoc.log_span(run_)
     served = set(span["models"] or [])
     out: dict[str, Any] = {"windows": [], "per_second": defaultdict(list), "peaks": defaultdict(dict)}
     for w in windows:
@@ -192,7 +194,7 @@ def _epoch_demand(store: Store, epoch: int, opt: TargetsOptions) -> dict:
         for r in rows:
             by_model[r["model"]].append((r["start_ts"], r["end_ts"]))
         for m in served:
-            prof = poc_overload.inflight_profile(by_model.get(m, []), lo, hi)
+            prof = cpoc.inflight_profile(by_model.get(m, []), lo, hi)
             out["per_second"][m].extend(prof["per_second"])
             out["peaks"][m][w["window"]] = prof["peak"]
         out["windows"].append({"window": w["window"], "start": utc_text(start), "end": utc_text(end),
@@ -246,7 +248,7 @@ def _selection_comparison(model_nodes: list[dict], episodes: list[dict], target:
 
 def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mapping[str, Any],
                    misses: Mapping[tuple[str, str], int]) -> tuple[list[dict], list[Finding], list[str]]:
-    per = opt.per_10000 if opt.per_10000 is not None else poc_overload.DEFAULT_PER_10000
+    per = opt.per_10000 if opt.per_10000 is not None else cpoc.DEFAULT_PER_10000
     models, nodes, episodes = _model_rows(store, epoch)
     out, findings, notes = [], [], []
     for m in models:
@@ -264,7 +266,7 @@ def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mappin
         eps = []
         for e in episodes.get(mid, []):
             pw = None if e["preserved_weight"] is None else int(e["preserved_weight"])
-            caps = sum(poc_overload.host_cap(int(nw["weight"]), per) for nw in e["node_weights"]
+            caps = sum(cpoc.host_cap(int(nw["weight"]), per) for nw in e["node_weights"]
                        if nw["weight"] is not None)
             eps.append({"episode": e["episode"], "anchor_height": e["anchor_height"], "preserved_weight": pw,
                         "nodes": e["nodes"], "participants": e["participants"],
@@ -331,11 +333,11 @@ def _governance(rows: list[dict], per: float) -> dict:
             "candidates": table}
 
 
-def run(store: Store, epoch: int, options: Options | None = None) -> Result:
+def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     opt = _opts(options)
     parse_statistic(opt.statistic)
     require_epoch(store, epoch)
-    return _result(store, [epoch], opt)
+    return _result(store, [epoch], opt, {epoch: run_for(store, epoch, ctx)})
 
 
 def run_range(store: Store, first: int, last: int, options: Options | None = None) -> Result:
@@ -350,7 +352,7 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
         raise SourceError(not_stored(first) if first == last else
                           f"no epoch of {first}..{last} is in the store; collect them first: "
                           f"auditor collect --epoch {first} ... --epoch {last} --node URL")
-    res = _result(store, stored, opt)
+    res = _result(store, stored, opt, {e: Run(store, e) for e in stored})
     missing = [e for e in range(first, last + 1) if e not in stored]
     if missing:
         res.coverage.setdefault("missing", []).append(
@@ -371,16 +373,17 @@ def _ranges(xs: list[int]) -> str:
     return ", ".join(out)
 
 
-def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
-    per = opt.per_10000 if opt.per_10000 is not None else poc_overload.DEFAULT_PER_10000
-    per_source = "given with --per-10000" if opt.per_10000 is not None else poc_overload.PER_10000_DEFAULT_SOURCE
+def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[int, Run]) -> Result:
+    """``runs``: the run of each epoch (the shared windows, log span and window misses)."""
+    per = opt.per_10000 if opt.per_10000 is not None else cpoc.DEFAULT_PER_10000
+    per_source = "given with --per-10000" if opt.per_10000 is not None else cpoc.PER_10000_DEFAULT_SOURCE
     last = epochs[-1]
     pooled: dict[str, list[int]] = defaultdict(list)
     per_epoch: dict[str, dict[int, int | None]] = defaultdict(dict)
     windows, served, unknown, notes = [], set(), [], []
     demands = {}
     for e in epochs:
-        d = _epoch_demand(store, e, opt)
+        d = _epoch_demand(runs[e], opt)
         demands[e] = d
         served |= d["served"]
         for w in d["windows"]:
@@ -400,9 +403,9 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions) -> Result:
         if e == last:
             continue
         # findings for the earlier epochs of a range: their preserved weight against the pooled demand
-        r, f, _ = _analyse_epoch(store, e, opt, combined, poc_overload.window_misses(store, e))
+        r, f, _ = _analyse_epoch(store, e, opt, combined, cpoc.window_misses(runs[e]))
         findings.extend(f)
-    rows, f, n = _analyse_epoch(store, last, opt, combined, poc_overload.window_misses(store, last))
+    rows, f, n = _analyse_epoch(store, last, opt, combined, cpoc.window_misses(runs[last]))
     findings.extend(f)
     notes.extend(n)
     for r in rows:

@@ -1,0 +1,319 @@
+"""What several analyses of one run know about the epoch's confirmation PoCs, each worked out
+once per run (:class:`~auditor.analyses.context.Run`): the epoch's windows, its CPoC events
+and their preserved hosts, the span of the gateway logs, the logged attempts around the
+windows with what each attempt's nonce became, the accounting API's CPoC-phase misses, and
+the misses the logs place on each preserved host in each window.
+
+``poc_overload`` builds its report from them, ``targets`` reads the misses per window
+(:func:`window_misses`), ``coverage`` and ``hedging`` the epoch's windows, and in an epoch
+report the miss test's ``reward_zeroed_miss_test`` findings carry the misses per participant
+(:func:`miss_evidence`, :func:`with_cpoc_evidence`). Nothing here imports an analysis.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+import math
+from collections.abc import Collection, Iterable, Mapping
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ..result import Finding, utc_text
+from .context import Run
+
+ANALYSIS = "poc_overload"              # the analysis these facts are the evidence of
+DEFAULT_PER_10000 = 10.0
+PER_10000_DEFAULT_SOURCE = ("gateway default poc_max_concurrent_requests_per_10000_weight = 10.0 "
+                            "(devshardctl gateway_settings; gateway-logs.md sections 7.2 and 9): not read "
+                            "from this gateway; pass --per-10000 with its setting")
+DEFAULT_LOOKBACK_MINUTES = 10.0        # "before the window": this many minutes before the trigger
+MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
+                     "unfinished_execution": "failed_after_receipt"}
+MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss
+UNTIMED = "window times unknown (block times not collected)"
+
+
+# -- rules ---------------------------------------------------------------------------------------
+def host_cap(weight: int | None, per_10000: float) -> int | None:
+    """The proposed per-host cap: ``max(1, floor(weight x per10000 / 10000))``; None without a weight."""
+    if weight is None:
+        return None
+    return max(1, math.floor(Decimal(int(weight)) * Decimal(str(per_10000)) / Decimal(10000)))
+
+
+def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime) -> dict:
+    """In-flight requests over ``[start, end]`` from ``(start, end)`` intervals (an interval
+    counts on ``[s, e)``): the exact peak and when it happened, and the per-second maxima
+    (one value per second of the span, each the most in flight at any moment of it)."""
+    events: list[tuple[datetime, int]] = []
+    current = 0
+    for s, e in intervals:
+        if e <= start or s > end:
+            continue
+        if s <= start:
+            current += 1
+        else:
+            events.append((s, 1))
+        if e <= end:
+            events.append((e, -1))
+    events.sort(key=lambda x: (x[0], x[1]))        # ends before starts at the same instant
+    n_seconds = max(1, math.ceil((end - start).total_seconds()))
+    peak, peak_at, level = current, start, current
+    for t, d in events:
+        level += d
+        if level > peak:
+            peak, peak_at = level, t
+    per_second = [0] * n_seconds
+    i, level = 0, current
+    for k in range(n_seconds):
+        b0 = start + timedelta(seconds=k)
+        b1 = b0 + timedelta(seconds=1)
+        while i < len(events) and events[i][0] <= b0:     # the level at the second's first instant
+            level += events[i][1]
+            i += 1
+        top = level
+        while i < len(events) and events[i][0] < b1:
+            level += events[i][1]
+            top = max(top, level)
+            i += 1
+        per_second[k] = top
+    return {"peak": peak, "peak_at": peak_at, "per_second": per_second}
+
+
+def miss_kind(a: Mapping[str, Any], have_dispositions: bool) -> str | None:
+    """What an attempt's nonce became: a miss kind, 'left_unfinished', 'not_applied' or None (done)."""
+    disp = a.get("disposition")
+    if disp in MISS_DISPOSITIONS:
+        return MISS_DISPOSITIONS[disp] if a.get("timeout_outcome") in MISS_OUTCOMES else "not_applied"
+    if disp is not None:
+        return None
+    if a.get("finished"):
+        return None
+    if not have_dispositions:          # no nonce_disposition lines at all: estimate from the receipt
+        return "failed_after_receipt_est" if a.get("has_receipt") else "refused_before_receipt_est"
+    return "left_unfinished"
+
+
+def is_miss(kind: str | None) -> bool:
+    return kind is not None and kind.startswith(("refused_before_receipt", "failed_after_receipt"))
+
+
+def evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, model: str) -> tuple[str, str]:
+    """How much the gateway logs (``span``) say about ``model`` in ``[start, end]``: none,
+    partial or full, and the sentence that says so."""
+    first, last = span.get("first_ts"), span.get("last_ts")
+    if first is None:
+        return "none", "no gateway logs in the store"
+    if last < start or first > end:
+        return "none", f"the gateway logs ({utc_text(first)} to {utc_text(last)}) do not reach this window"
+    if model not in (span.get("models") or []):
+        return "none", f"the gateway logs name no traffic for {model}: no evidence of its load"
+    if first > start or last < end:
+        return "partial", f"the gateway logs cover only {utc_text(max(first, start))} to {utc_text(min(last, end))}"
+    return "full", "the gateway logs span the whole window"
+
+
+def timed(events: list[dict]) -> list[dict]:
+    """The events whose window can be placed in wall-clock time (trigger and end of validation known)."""
+    return [e for e in events if e["trigger_time"] is not None and e["val_end_time"] is not None]
+
+
+# -- facts of the run ------------------------------------------------------------------------------
+def epoch_windows(run: Run) -> list[dict]:
+    """The epoch's windows (``epoch`` and each ``cpoc:N``) with heights and times (queries/epoch_windows.sql)."""
+    return run.shared("epoch_windows", lambda: run.store.query("epoch_windows", epoch=run.epoch))
+
+
+def events(run: Run) -> list[dict]:
+    """The epoch's CPoC events with their window heights and times (queries/poc_overload_events.sql)."""
+    return run.shared("cpoc_events", lambda: run.store.query("poc_overload_events", epoch=run.epoch))
+
+
+def preserved_hosts(run: Run) -> list[dict]:
+    """Each CPoC event's preserved hosts, with their weight (queries/poc_overload_preserved_hosts.sql)."""
+    return run.shared("cpoc_preserved_hosts",
+                      lambda: run.store.query("poc_overload_preserved_hosts", epoch=run.epoch))
+
+
+def log_span(run: Run) -> dict:
+    """The time range of the gateway logs and the models they name (queries/poc_overload_log_span.sql)."""
+    return run.shared("log_span", lambda: run.store.query("poc_overload_log_span")[0])
+
+
+def not_collected(run: Run) -> str | None:
+    """Why the epoch's CPoC events are unknown (not collected), or None when they are known
+    (possibly none: an epoch without a confirmation PoC)."""
+    def reason() -> str | None:
+        if events(run):
+            return None
+        cov = run.store.one("SELECT status FROM coverage WHERE source = 'chain' AND epoch = ? "
+                            "AND item = 'confirmation_poc_events'", [run.epoch])
+        if cov is not None and cov[0] == "ok":
+            return None
+        return (f"the confirmation PoC events of epoch {run.epoch} were not collected: "
+                f"auditor collect --epoch {run.epoch} --refresh --node URL")
+    return run.shared("cpoc_not_collected", reason)
+
+
+def attempts(run: Run, lookback_minutes: float = DEFAULT_LOOKBACK_MINUTES) -> tuple[list[dict], bool]:
+    """The logged attempts from ``lookback_minutes`` before the first timed window to the end of
+    the last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions."""
+    def compute() -> tuple[list[dict], bool]:
+        tw, span = timed(events(run)), log_span(run)
+        if not tw or span["first_ts"] is None:
+            return [], False
+        lookback = timedelta(minutes=lookback_minutes)
+        rows = run.store.query("poc_overload_attempts", since=min(e["trigger_time"] for e in tw) - lookback,
+                               until=max(e["val_end_time"] for e in tw))
+        have_disp = bool(run.store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
+        for a in rows:
+            a["kind"] = miss_kind(a, have_disp)
+            a["miss"] = is_miss(a["kind"])
+        return rows, have_disp
+    return run.shared(f"cpoc_attempts:{lookback_minutes:g}", compute)
+
+
+def accounting(run: Run) -> dict[tuple[str, str], dict]:
+    """Per (participant, model): the accounting API's CPoC-phase misses by kind and per escrow,
+    with the ghosts the escrow's other slots produced in the same phase."""
+    return run.shared("cpoc_accounting",
+                      lambda: _accounting(run.store.query("poc_overload_accounting", epoch=run.epoch)))
+
+
+def host_windows(run: Run) -> list[dict]:
+    """Per CPoC event and preserved host of it (event order, then the hosts' order): the
+    ``episode``, ``participant``, ``model``, the ``event`` and ``host`` rows, whether the window
+    is ``timed``, the evidence ``state`` and its ``detail``, and the ``misses`` the logs place
+    on the host in the window (attempts started in it; None without evidence)."""
+    def compute() -> list[dict]:
+        span, hosts = log_span(run), preserved_hosts(run)
+        rows, _ = attempts(run)
+        out = []
+        for ev in events(run):
+            is_timed = ev["trigger_time"] is not None and ev["val_end_time"] is not None
+            for h in (h for h in hosts if h["episode"] == ev["episode"]):
+                p, model = h["participant"], h["model_id"]
+                state, detail = ("none", UNTIMED) if not is_timed else \
+                    evidence_state(span, ev["trigger_time"], ev["val_end_time"], model)
+                misses = None if state == "none" else sum(
+                    1 for a in rows if a["miss"] and a["participant"] == p and a["model"] == model
+                    and ev["trigger_time"] <= a["start_ts"] <= ev["val_end_time"])
+                out.append({"episode": ev["episode"], "participant": p, "model": model, "event": ev, "host": h,
+                            "timed": is_timed, "state": state, "detail": detail, "misses": misses})
+        return out
+    return run.shared("cpoc_host_windows", compute)
+
+
+def window_misses(run: Run) -> dict[tuple[str, str], int]:
+    """The misses the gateway logs place on each CPoC window's preserved hosts, per (episode,
+    model): the sum of ``poc_overload``'s windows' ``misses`` (for ``auditor targets``' finding
+    severity). Windows without log evidence count none."""
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for w in host_windows(run):
+        if w["misses"]:
+            out[(w["episode"], w["model"])] += w["misses"]
+    return dict(out)
+
+
+def participant_misses(run: Run) -> dict[str, dict]:
+    """Per participant preserved in a timed CPoC window: the misses the logs place in its
+    windows (None: no window with evidence, unknown rather than zero), the windows counted,
+    the evidence of each, the windows without evidence, and the accounting API's CPoC misses."""
+    def compute() -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for w in host_windows(run):
+            if not w["timed"]:
+                continue
+            c = out.setdefault(w["participant"], {"misses_in_cpoc_windows": 0, "windows": [], "evidence": [],
+                                                  "windows_without_evidence": []})
+            where = f"{w['episode']} {w['model']}"
+            if w["state"] == "none":
+                c["windows_without_evidence"].append(where)
+                c["evidence"].append(f"{where}: {w['detail']} (its misses there are unknown)")
+                continue
+            c["misses_in_cpoc_windows"] += w["misses"]
+            c["windows"].append(where)
+            c["evidence"].append(f"{where}: {w['misses']} misses; {w['detail']}")
+        acct = accounting(run)
+        for p, c in out.items():
+            ac = [v for (ap, _), v in acct.items() if ap == p]
+            c["misses_in_cpoc_windows_accounting"] = sum(v["misses"] for v in ac) if ac else None
+            if not c["windows"]:
+                c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
+        return out
+    return run.shared("cpoc_participant_misses", compute)
+
+
+def miss_evidence(run: Run) -> tuple[dict[str, dict], set[str]] | None:
+    """What the miss test's findings carry in a run that includes ``poc_overload``: the misses
+    per participant (:func:`participant_misses`) and the participants preserved in any CPoC
+    of the epoch; None when the CPoC events were not collected (poc_overload is unavailable)."""
+    if not_collected(run) is not None:
+        return None
+    return participant_misses(run), {w["participant"] for w in host_windows(run)}
+
+
+def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], preserved: Collection[str]) -> list[Finding]:
+    """The miss test's findings, each ``reward_zeroed_miss_test`` with how many of the
+    participant's misses the evidence places in CPoC windows (``cpoc``: per participant, as
+    :func:`participant_misses`; ``preserved``: the participants preserved in a CPoC of the
+    epoch). ``auditor epoch N`` and ``auditor poc-overload`` both use it."""
+    out = []
+    for f in findings:
+        if f.code != "reward_zeroed_miss_test":
+            out.append(f)
+            continue
+        p = f.subject["id"]
+        c = cpoc.get(p)
+        ev = dict(f.evidence)
+        if c is not None and c["windows"]:
+            ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
+            ev["misses_in_cpoc_windows_is"] = ("a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
+                                               if c["windows_without_evidence"] else "what the gateway logs show")
+            ev["cpoc_evidence"] = list(c["evidence"])
+        else:
+            ev["misses_in_cpoc_windows"] = None
+            ev["cpoc_evidence"] = (["not preserved in any CPoC of the epoch: no misses of a preserved-host pile-up"]
+                                   if p not in preserved else list((c or {}).get("evidence") or
+                                   ["no gateway evidence for its CPoC windows"]))
+        if c is not None and c.get("misses_in_cpoc_windows_accounting") is not None:
+            ev["misses_in_cpoc_windows_accounting"] = c["misses_in_cpoc_windows_accounting"]
+            ev.setdefault("cpoc_evidence", []).append(
+                "accounting API: timeouts applied on nonces dispatched during CPoC (all the epoch's CPoCs; no times)")
+        out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
+    return out
+
+
+def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    ghosts: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for r in rows:
+        if r["disposition"] == "ghost":
+            ghosts[r["escrow_id"]][r["participant"]][r["no_send_reason"] or "?"] += int(r["count"])
+    out: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        key = (r["participant"], r["model"])
+        e = out.setdefault(key, {"scope": ("accounting API counters, dispatch_phase=confirmation_poc, escrows created "
+                                           "in this epoch: every CPoC of the epoch together (the API has no times)"),
+                                 "misses": 0, "misses_by_kind": defaultdict(int), "escrows": {}})
+        esc = e["escrows"].setdefault(r["escrow_id"], {"escrow": r["escrow_id"], "slots": set(), "misses": 0,
+                                                       "other_slots_ghosts": {}})
+        if r["slot_id"] is not None:
+            esc["slots"].add(int(r["slot_id"]))
+        kind = MISS_DISPOSITIONS.get(r["disposition"])
+        if kind and r["timeout_outcome"] == "applied":
+            e["misses"] += int(r["count"])
+            e["misses_by_kind"][kind] += int(r["count"])
+            esc["misses"] += int(r["count"])
+    for (p, _), e in out.items():
+        e["misses_by_kind"] = dict(sorted(e["misses_by_kind"].items()))
+        for esc in e["escrows"].values():
+            esc["slots"] = sorted(esc["slots"])
+            other: dict[str, int] = defaultdict(int)
+            for op, reasons in ghosts.get(esc["escrow"], {}).items():
+                if op != p:
+                    for reason, n in reasons.items():
+                        other[reason] += n
+            esc["other_slots_ghosts"] = dict(sorted(other.items()))
+        e["escrows"] = sorted(e["escrows"].values(), key=lambda x: x["escrow"])
+    return out
