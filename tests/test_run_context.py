@@ -1,0 +1,92 @@
+"""One run: what several analyses need (the miss test, the CPoC windows, the log span, the
+attempts around the windows) is worked out once per run and shared (auditor/analyses/context.py,
+cpoc.py, misstest.facts). Counted on the demo store with Store.executed, in process."""
+
+from __future__ import annotations
+
+import pytest
+
+from auditor.analyses import cpoc, epoch_report, misstest, poc_overload, targets
+from auditor.analyses.context import Run, run_for
+from auditor.store import Store
+from conftest import FIXTURES, run_cli
+
+REC = FIXTURES / "chain" / "epoch-403"
+DEMO_LOG = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    """The README's demo store: epoch 403's chain recording, the v5 accounting API and the demo log."""
+    db = tmp_path_factory.mktemp("demo") / "auditor.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(REC), "--replay", str(FIXTURES / "accounting" / "v5"),
+                "--gateway-log", str(DEMO_LOG), db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def test_one_epoch_run_executes_each_query_once(demo_db):
+    with Store(demo_db) as store:
+        epoch_report.run(store, 403)
+        counts = dict(store.executed)
+    # the analyses that share facts did run their queries ...
+    for name in ("misstest_inputs", "poc_overload_events", "poc_overload_attempts", "poc_overload_log_span",
+                 "poc_overload_preserved_hosts", "epoch_windows", "targets_demand_attempts", "hedging_races"):
+        assert counts.get(name) == 1, (name, counts.get(name))
+    # ... and no named query, and no derived table, ran twice
+    assert {name: n for name, n in counts.items() if n > 1} == {}
+
+
+def test_analyses_of_one_run_share_its_facts(demo_db):
+    """poc_overload reads the miss test of the run, and targets the windows poc_overload read."""
+    with Store(demo_db) as store:
+        ctx = Run(store, 403)
+        misstest.run(store, 403, ctx=ctx)
+        assert store.executed["misstest_inputs"] == 1
+        poc_overload.run(store, 403, ctx=ctx)
+        targets.run(store, 403, ctx=ctx)
+        assert store.executed["misstest_inputs"] == 1
+        for name in ("poc_overload_events", "poc_overload_attempts", "poc_overload_log_span"):
+            assert store.executed[name] == 1, name
+        # a run of its own (an analysis called alone) works everything out again
+        poc_overload.run(store, 403)
+        assert store.executed["misstest_inputs"] == 2 and store.executed["poc_overload_attempts"] == 2
+
+
+def test_the_miss_test_carries_cpoc_evidence_only_beside_poc_overload(demo_db):
+    """In the epoch report the miss test's reward_zeroed_miss_test says how many misses fell in
+    CPoC windows, the same count as poc_overload's data; ``auditor misstest`` alone does not."""
+    with Store(demo_db) as store:
+        alone = misstest.run(store, 403)
+        report = epoch_report.run(store, 403)
+    zeroed = [f for f in alone.findings if f.code == "reward_zeroed_miss_test"]
+    assert zeroed and all("misses_in_cpoc_windows" not in f.evidence for f in zeroed)
+    part = {p.key: p for p in report.parts}
+    cpoc_misses = part[poc_overload.KEY].data["cpoc_misses"]
+    in_report = {f.subject["id"]: f.evidence for f in part[misstest.KEY].findings
+                 if f.code == "reward_zeroed_miss_test"}
+    assert set(in_report) == {f.subject["id"] for f in zeroed}
+    seen = {p: ev["misses_in_cpoc_windows"] for p, ev in in_report.items() if ev["misses_in_cpoc_windows"] is not None}
+    assert seen and all(n == cpoc_misses[p]["misses_in_cpoc_windows"] > 0 for p, n in seen.items())
+    unseen = [ev for ev in in_report.values() if ev["misses_in_cpoc_windows"] is None]
+    assert unseen and all(ev["cpoc_evidence"] for ev in unseen)      # unknown is said, not zero
+
+
+def test_window_misses_agree_with_the_participant_misses(demo_db):
+    with Store(demo_db, read_only=True) as store:
+        ctx = Run(store, 403)
+        per_window = cpoc.window_misses(ctx)
+        per_participant = cpoc.participant_misses(ctx)
+    assert sum(per_window.values()) == sum(c["misses_in_cpoc_windows"] or 0 for c in per_participant.values()) > 0
+
+
+def test_a_run_caches_and_belongs_to_one_store_and_epoch(demo_db):
+    with Store(demo_db, read_only=True) as store:
+        ctx = Run(store, 403, analyses=["miss_test"])
+        calls = []
+        assert ctx.shared("x", lambda: calls.append(1) or len(calls)) == 1
+        assert ctx.shared("x", lambda: calls.append(1) or len(calls)) == 1 and calls == [1]
+        assert ctx.includes("miss_test") and not ctx.includes("poc_overload")
+        assert run_for(store, 403, ctx) is ctx and run_for(store, 403, None) is not ctx
+        with pytest.raises(ValueError):
+            run_for(store, 402, ctx)
