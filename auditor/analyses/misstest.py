@@ -102,87 +102,22 @@ def _exclusion_texts(exclusions: Any) -> list[str]:
 
 
 def _assess(r: Mapping[str, Any], p0r: P0Result, excluded_known: bool, root_known: bool) -> dict[str, Any]:
+    """One participant's row of the performance summary: the test, its verdict and why."""
     inference_count = int(r["inference_count"])
     missed = int(r["missed_requests"])
     total = inference_count + missed
     rewarded = int(r["rewarded_coins"])
-    share = Decimal(missed) / Decimal(total) if total else None
-    p0 = p0r.p0
-    crit: int | None = None
-    p_value: Decimal | None = None
-    test_error: str | None = None
-
-    if total == 0:
-        passed, test_text = True, "no requests: the miss test never punishes it"
-    elif p0r.skip:
-        passed, test_text = True, "outage breaker: the test was skipped for everyone this epoch"
-    else:
-        try:
-            outcome = miss_test_detail(missed, total, p0)
-            passed, crit, p_value, table = outcome.passed, outcome.critical, outcome.p_value, outcome.table
-        except MissTestError as exc:
-            passed, test_error = True, str(exc)
-        if test_error is not None:
-            test_text = f"the chain's test errors ({test_error}) and keeps the reward"
-        elif not table:
-            assert p_value is not None
-            cmp_ = ">=" if passed else "<"
-            shown = format(p_value.normalize(), "f")
-            if p_value == 0:
-                shown += " (p0^k or (1-p0)^(n-k) rounds to 0 at 16 places)"
-            test_text = f"exact binomial p-value {shown} {cmp_} 0.05 at p0 {_fmt_p0(p0)}"
-        elif crit is None:
-            test_text = f"{total} request(s): below the smallest table row, passes"
-        else:
-            rule = "rate rule above 990" if total > RATE_RULE_ABOVE else "table"
-            word = "within" if passed else "more than"
-            test_text = (f"missed {missed} of {total}: {word} the {crit} allowed at p0 {_fmt_p0(p0)} ({rule})")
-
-    causes = _exclusion_texts(r.get("exclusions"))
+    passed, crit, p_value, test_error, test_text = _test(missed, total, p0r)
+    causes = _zero_causes(r, root_known)
+    verdict, reason, discrepancy = _verdict(total, passed, rewarded, test_text, causes, excluded_known, root_known)
     root_weight = r.get("root_weight")
-    has_root = bool(r.get("has_root_weight_row"))
-    if root_known and (not has_root or root_weight is None or int(root_weight) <= 0):
-        causes.append("no root validation weight")
-    elif has_root and root_weight is not None and int(root_weight) > 0 \
-            and r.get("root_confirmation_weight") is not None and int(r["root_confirmation_weight"]) == 0:
-        causes.append("root confirmation_weight is 0 (confirmation PoC)")
-
-    discrepancy = None
-    if total == 0:
-        verdict = "no_requests"
-        reason = test_text
-        if rewarded == 0:
-            reason += "; rewarded 0: " + ("; ".join(causes) if causes else "cause not visible in collected data")
-    elif not passed:
-        verdict = "zeroed_by_miss_test"
-        reason = test_text + ("; also " + "; ".join(causes) if causes else "")
-        if rewarded > 0:
-            discrepancy = (f"the recomputed test fails but the chain paid {rewarded} rewarded_coins: "
-                           "the chain's p0 or inputs differ from these")
-    elif rewarded == 0:
-        verdict = "zero_for_other_reason"
-        if causes:
-            reason = "; ".join(causes)
-        else:
-            unknown = []
-            if not excluded_known:
-                unknown.append("exclusions not collected")
-            if not root_known:
-                unknown.append("root weights not collected")
-            reason = "passed the miss test but rewarded 0: cause not visible in collected data"
-            if unknown:
-                reason += f" ({', '.join(unknown)})"
-    else:
-        verdict = "passed"
-        reason = test_text
-
     return {
         "participant": r["participant"],
         "total": total,
         "missed": missed,
         "inference_count": inference_count,
-        "miss_share": share,
-        "p0": p0,
+        "miss_share": Decimal(missed) / Decimal(total) if total else None,
+        "p0": p0r.p0,
         "critical_misses": crit,
         "p_value": p_value,
         "passed": passed,
@@ -194,6 +129,74 @@ def _assess(r: Mapping[str, Any], p0r: P0Result, excluded_known: bool, root_know
         "exclusions": [{"reason": x.get("reason"), "height": x.get("height")} for x in (r.get("exclusions") or [])],
         "root_weight": None if root_weight is None else int(root_weight),
     }
+
+
+def _test(missed: int, total: int, p0r: P0Result) -> tuple[bool, int | None, Decimal | None, str | None, str]:
+    """The chain's test of ``missed`` of ``total`` at the network p0: passed, the critical
+    misses (table path), the p-value (exact path), the chain's error if any, and the sentence."""
+    p0 = p0r.p0
+    if total == 0:
+        return True, None, None, None, "no requests: the miss test never punishes it"
+    if p0r.skip:
+        return True, None, None, None, "outage breaker: the test was skipped for everyone this epoch"
+    try:
+        outcome = miss_test_detail(missed, total, p0)
+    except MissTestError as exc:
+        return True, None, None, str(exc), f"the chain's test errors ({exc}) and keeps the reward"
+    passed, crit, p_value = outcome.passed, outcome.critical, outcome.p_value
+    if not outcome.table:
+        assert p_value is not None
+        cmp_ = ">=" if passed else "<"
+        shown = format(p_value.normalize(), "f")
+        if p_value == 0:
+            shown += " (p0^k or (1-p0)^(n-k) rounds to 0 at 16 places)"
+        return passed, crit, p_value, None, f"exact binomial p-value {shown} {cmp_} 0.05 at p0 {_fmt_p0(p0)}"
+    if crit is None:
+        return passed, crit, p_value, None, f"{total} request(s): below the smallest table row, passes"
+    rule = "rate rule above 990" if total > RATE_RULE_ABOVE else "table"
+    word = "within" if passed else "more than"
+    text = f"missed {missed} of {total}: {word} the {crit} allowed at p0 {_fmt_p0(p0)} ({rule})"
+    return passed, crit, p_value, None, text
+
+
+def _zero_causes(r: Mapping[str, Any], root_known: bool) -> list[str]:
+    """What else in the collected data zeroes the reward: exclusions, no root validation weight,
+    a confirmation weight of 0."""
+    causes = _exclusion_texts(r.get("exclusions"))
+    root_weight = r.get("root_weight")
+    has_root = bool(r.get("has_root_weight_row"))
+    if root_known and (not has_root or root_weight is None or int(root_weight) <= 0):
+        causes.append("no root validation weight")
+    elif has_root and root_weight is not None and int(root_weight) > 0 \
+            and r.get("root_confirmation_weight") is not None and int(r["root_confirmation_weight"]) == 0:
+        causes.append("root confirmation_weight is 0 (confirmation PoC)")
+    return causes
+
+
+def _verdict(total: int, passed: bool, rewarded: int, test_text: str, causes: list[str], excluded_known: bool,
+             root_known: bool) -> tuple[str, str, str | None]:
+    """The verdict, its reason, and the discrepancy when the test fails and the chain paid."""
+    if total == 0:
+        reason = test_text
+        if rewarded == 0:
+            reason += "; rewarded 0: " + ("; ".join(causes) if causes else "cause not visible in collected data")
+        return "no_requests", reason, None
+    if not passed:
+        discrepancy = None
+        if rewarded > 0:
+            discrepancy = (f"the recomputed test fails but the chain paid {rewarded} rewarded_coins: "
+                           "the chain's p0 or inputs differ from these")
+        return "zeroed_by_miss_test", test_text + ("; also " + "; ".join(causes) if causes else ""), discrepancy
+    if rewarded != 0:
+        return "passed", test_text, None
+    if causes:
+        return "zero_for_other_reason", "; ".join(causes), None
+    unknown = [what for what, known in (("exclusions not collected", excluded_known),
+                                        ("root weights not collected", root_known)) if not known]
+    reason = "passed the miss test but rewarded 0: cause not visible in collected data"
+    if unknown:
+        reason += f" ({', '.join(unknown)})"
+    return "zero_for_other_reason", reason, None
 
 
 def _float(v: Decimal | None) -> float | None:
