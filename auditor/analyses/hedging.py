@@ -469,10 +469,7 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
 
     pred = predictability(races)
     cfs = counterfactuals(races)
-    beaten: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for b in beaten_rows:
-        beaten[b["primary_host"]].append({k: b[k] for k in ("decision", "winner_host", "winner_start_reason",
-                                                             "races", "rescued", "primary_suppressed")})
+    beaten = _beaten(beaten_rows)
     model_of: dict[str, str | None] = {}
     for race in races:
         for a in race["attempts"]:
@@ -481,32 +478,9 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
         h["beaten_by"] = beaten.get(h["label"], [])
 
     shown = [h for h in hosts if _matches(h, options.participant)]
-    notes: list[str] = []
-    if options.participant and not shown:
-        notes.append(f"{options.participant} took part in no race in this range (network figures still cover all hosts)")
-    if facts["time_resolution"] == "second":
-        notes.append("the log lines' times have 1 s resolution (plain Go log prefix, no Docker or slog time): "
-                     "wasted seconds and first-token times are whole-second readings, each within ±1 s")
-    if facts["races_primary_inferred"]:
-        notes.append(f"{facts['races_primary_inferred']} race(s) have no decision_made line in the logs read: "
-                     "their primary is the lowest nonce (nonces are assigned in order)")
-    if facts["races_without_time"] and (since or until):
-        notes.append(f"{facts['races_without_time']} race(s) have no time (lines without a timestamp) and "
-                     "cannot be placed in the range: not counted")
-    fp = [u for u in unresp if u["false_positive"]]
-    unresp_data = {"decisions": len(unresp), "false_positives": len(fp),
-                   "false_positive_share": _share(len(fp), len(unresp)),
-                   "examples": [{"request": u["request"], "time": u["race_ts"], "primary_host": u["primary_host"],
-                                 "receipt_ms": u["receipt_ms"], "ttft_ms": u["ttft_ms"], "winner": u["winner"],
-                                 "winner_host": u["winner_host"]} for u in fp[:10]],
-                   "rule": "a primary_unresponsive decision whose primary then delivered its first token and "
-                           "finished normally (race_completed finished=true responsive=true)"}
-    rescue_latency = [latency_ms(r["primary"]) - latency_ms(r["winner"]) for r in races
-                      if r["rescue"] and latency_ms(r["primary"]) is not None and latency_ms(r["winner"]) is not None]
-    totals = {k: v for k, v in total.items() if k != "hour"}
-    totals["time_resolution"] = facts["time_resolution"]
-    totals["rescue_latency_saved_seconds"] = round(sum(rescue_latency) / 1000, 3) if rescue_latency else None
-    totals["rescues_primary_never_delivered"] = sum(1 for r in races if r["rescue"] and latency_ms(r["primary"]) is None)
+    notes = _notes(facts, options, shown, since, until)
+    unresp_data = _unresponsive(unresp)
+    totals = _totals(total, facts, races)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     race_list = [_race_json(r) for r in races]
@@ -528,18 +502,7 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
     }
     findings = [f for f in _findings(hosts, beaten, pred, unresp, model_of, query_args)
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
-    header = [("range", f"{what}: {utc_text(since)} … {utc_text(until)}"),
-              ("races", f"{totals['races']} ({totals['hedged_races']} hedged, {totals['rescues']} rescues; "
-                        f"{totals['cache_hits']} cache hits)"),
-              ("attempts per request", str(totals["attempts_per_request"])),
-              ("wasted attempt-seconds", f"{totals['wasted_seconds']:,} of {totals['attempt_seconds']:,} "
-                                         f"({_pct(totals['wasted_seconds_share'])})"),
-              ("wasted output bytes", f"{totals['wasted_bytes']:,} of {totals['output_bytes']:,} "
-                                      f"({_pct(totals['wasted_bytes_share'])})"),
-              ("prediction right", f"{pred['prediction_right']} of {pred['evaluable_races']} evaluable hedged races "
-                                   f"({_pct(pred['prediction_right_share'])})"),
-              ("primary_unresponsive", f"{len(fp)} of {len(unresp)} decisions fired on a primary that then "
-                                       "finished normally")]
+    header = _header(what, since, until, totals, pred, unresp_data)
     tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, race_list, unresp_data, notes)
     first, last = _utc(facts["first_ts"]), _utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
@@ -551,6 +514,72 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
                 else ["gateway_log"], "missing": [], "unknown": unknown, "log_covers_range": covered,
                 "log_span": [facts["first_ts"], facts["last_ts"]], "time_resolution": facts["time_resolution"]}
     return Result(KEY, TITLE, data, tables, findings, coverage, header=header)
+
+
+def _beaten(beaten_rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per primary host: who won the races it lost, by decision and the winner's start reason."""
+    beaten: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for b in beaten_rows:
+        beaten[b["primary_host"]].append({k: b[k] for k in ("decision", "winner_host", "winner_start_reason",
+                                                             "races", "rescued", "primary_suppressed")})
+    return beaten
+
+
+def _notes(facts: dict[str, Any], options: Options, shown: list[dict[str, Any]], since: datetime | None,
+           until: datetime | None) -> list[str]:
+    """What the reader needs to know about the logs read and the participant asked for."""
+    notes: list[str] = []
+    if options.participant and not shown:
+        notes.append(f"{options.participant} took part in no race in this range (network figures still cover all hosts)")
+    if facts["time_resolution"] == "second":
+        notes.append("the log lines' times have 1 s resolution (plain Go log prefix, no Docker or slog time): "
+                     "wasted seconds and first-token times are whole-second readings, each within ±1 s")
+    if facts["races_primary_inferred"]:
+        notes.append(f"{facts['races_primary_inferred']} race(s) have no decision_made line in the logs read: "
+                     "their primary is the lowest nonce (nonces are assigned in order)")
+    if facts["races_without_time"] and (since or until):
+        notes.append(f"{facts['races_without_time']} race(s) have no time (lines without a timestamp) and "
+                     "cannot be placed in the range: not counted")
+    return notes
+
+
+def _unresponsive(unresp: list[dict[str, Any]]) -> dict[str, Any]:
+    """The primary_unresponsive decisions, and those whose primary then finished normally."""
+    fp = [u for u in unresp if u["false_positive"]]
+    return {"decisions": len(unresp), "false_positives": len(fp),
+            "false_positive_share": _share(len(fp), len(unresp)),
+            "examples": [{"request": u["request"], "time": u["race_ts"], "primary_host": u["primary_host"],
+                          "receipt_ms": u["receipt_ms"], "ttft_ms": u["ttft_ms"], "winner": u["winner"],
+                          "winner_host": u["winner_host"]} for u in fp[:10]],
+            "rule": "a primary_unresponsive decision whose primary then delivered its first token and "
+                    "finished normally (race_completed finished=true responsive=true)"}
+
+
+def _totals(total: dict[str, Any], facts: dict[str, Any], races: list[dict[str, Any]]) -> dict[str, Any]:
+    """The range's totals, with the time resolution and what the rescues saved."""
+    rescue_latency = [latency_ms(r["primary"]) - latency_ms(r["winner"]) for r in races
+                      if r["rescue"] and latency_ms(r["primary"]) is not None and latency_ms(r["winner"]) is not None]
+    totals = {k: v for k, v in total.items() if k != "hour"}
+    totals["time_resolution"] = facts["time_resolution"]
+    totals["rescue_latency_saved_seconds"] = round(sum(rescue_latency) / 1000, 3) if rescue_latency else None
+    totals["rescues_primary_never_delivered"] = sum(1 for r in races if r["rescue"] and latency_ms(r["primary"]) is None)
+    return totals
+
+
+def _header(what: str, since: datetime | None, until: datetime | None, totals: dict[str, Any],
+            pred: dict[str, Any], unresp: dict[str, Any]) -> list[tuple[str, str]]:
+    return [("range", f"{what}: {utc_text(since)} … {utc_text(until)}"),
+            ("races", f"{totals['races']} ({totals['hedged_races']} hedged, {totals['rescues']} rescues; "
+                      f"{totals['cache_hits']} cache hits)"),
+            ("attempts per request", str(totals["attempts_per_request"])),
+            ("wasted attempt-seconds", f"{totals['wasted_seconds']:,} of {totals['attempt_seconds']:,} "
+                                       f"({_pct(totals['wasted_seconds_share'])})"),
+            ("wasted output bytes", f"{totals['wasted_bytes']:,} of {totals['output_bytes']:,} "
+                                    f"({_pct(totals['wasted_bytes_share'])})"),
+            ("prediction right", f"{pred['prediction_right']} of {pred['evaluable_races']} evaluable hedged races "
+                                 f"({_pct(pred['prediction_right_share'])})"),
+            ("primary_unresponsive", f"{unresp['false_positives']} of {unresp['decisions']} decisions fired on a "
+                                     "primary that then finished normally")]
 
 
 HOST_KEYS = ("host", "label", "label_status", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
