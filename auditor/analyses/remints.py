@@ -356,26 +356,7 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                         "gateway_replacing_exhausted_escrow": iso(life["replacing_at"]),
                         "deactivated": iso(life["deactivated_at"] or life["devshard_deactivated_at"])}
     if not fails:
-        first = min(x for x in (_utc(life["exhausted_at"]), _utc(life["replacing_at"]), _utc(life["deactivated_at"]),
-                                _utc(life["devshard_deactivated_at"]), _utc(life["replaced_at"])) if x is not None)
-        gap = spans.gap_before(first)
-        missing = d["missing"]
-        absent = [name for name, col in (("runner_prepare_failed (the request that could not be reserved)", None),
-                                         ("escrow_balance_exhausted", "exhausted_at"),
-                                         ("escrow_depletion_deactivated", "deactivated_at")) if col is None or
-                  life[col] is None]
-        missing.append("not in the logs read: " + ", ".join(absent)
-                       + (f"; {gap}, where they would be" if gap else ""))
-        missing.append("the triggering request, so its input bytes and reservation")
-        last = [r for r in uses.by_escrow.get(eid, ()) if r["ts"] < first]
-        if last:
-            missing.append(f"the escrow's use after its last logged request at {iso(last[-1]['ts'])}")
-        bal = balance_at(life, first, uses, spans)
-        d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
-        if bal["estimate"] is None:
-            missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged"))
-        d["summary"] = (f"replaced with reason {d['reason']!r} at {iso(first)}, but the request-path evidence "
-                        "is not in the logs read")
+        _no_trigger_logged(d, life, uses, spans)
         return
     f = fails[-1]
     price = life["token_price"]
@@ -414,6 +395,45 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                        f"account for ({lower:,}); requests in flight or costs the logs do not show")
         d["summary"] = "request-triggered exhaustion the logged balance does not explain"
         return
+    why = _classify(d, bal, lower, thr, recent, opts)
+    if why is None:
+        return
+    shown = f"{res:,}" if res is not None else "an amount that is unknown"
+    d["summary"] = (f"request {f['request']} ({f['input_bytes']:,} input bytes, max_tokens {max_tokens:,}) could "
+                    f"not reserve {shown}; {why}")
+    if d["classification"] == "spurious":
+        d["counterfactual"] = _affordable(life, f, max_tokens, uses, spans, lives)
+
+
+def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, spans: Spans) -> None:
+    """A request-path replacement whose failing request is not in the logs read: say what is
+    missing, and the balance as far as it is known."""
+    first = min(x for x in (_utc(life["exhausted_at"]), _utc(life["replacing_at"]), _utc(life["deactivated_at"]),
+                            _utc(life["devshard_deactivated_at"]), _utc(life["replaced_at"])) if x is not None)
+    gap = spans.gap_before(first)
+    missing = d["missing"]
+    absent = [name for name, col in (("runner_prepare_failed (the request that could not be reserved)", None),
+                                     ("escrow_balance_exhausted", "exhausted_at"),
+                                     ("escrow_depletion_deactivated", "deactivated_at")) if col is None or
+              life[col] is None]
+    missing.append("not in the logs read: " + ", ".join(absent)
+                   + (f"; {gap}, where they would be" if gap else ""))
+    missing.append("the triggering request, so its input bytes and reservation")
+    last = [r for r in uses.by_escrow.get(life["escrow"], ()) if r["ts"] < first]
+    if last:
+        missing.append(f"the escrow's use after its last logged request at {iso(last[-1]['ts'])}")
+    bal = balance_at(life, first, uses, spans)
+    d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
+    if bal["estimate"] is None:
+        missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged"))
+    d["summary"] = (f"replaced with reason {d['reason']!r} at {iso(first)}, but the request-path evidence "
+                    "is not in the logs read")
+
+
+def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: int, recent: list[dict[str, Any]],
+              opts: RemintOptions) -> str | None:
+    """Legitimate or spurious, on the strongest basis the logs give (a balance bound, the
+    estimate, recent ordinary requests), and why; None (and what is missing) when none does."""
     if bal["upper"] is not None and bal["upper"] < thr:   # the deposit (or a logged balance) is a hard fact
         d["classification"], d["basis"] = "legitimate", "balance bound"
         why = f"its balance was at most {bal['upper']:,}, below the {thr:,} threshold: a real end of life"
@@ -430,15 +450,11 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
         why = (f"it had just served {len(recent)} ordinary request(s) in the {opts.recent_minutes} min before "
                f"(last at {iso(recent[-1]['ts'])}); its balance is unknown")
     else:
-        missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged")
-                       + f"; and no ordinary request served in the {opts.recent_minutes} min before")
+        d["missing"].append("its balance: " + ("; ".join(bal["limits"]) or "not logged")
+                            + f"; and no ordinary request served in the {opts.recent_minutes} min before")
         d["summary"] = "request-triggered exhaustion; the balance at the failure is unknown"
-        return
-    shown = f"{res:,}" if res is not None else "an amount that is unknown"
-    d["summary"] = (f"request {f['request']} ({f['input_bytes']:,} input bytes, max_tokens {max_tokens:,}) could "
-                    f"not reserve {shown}; {why}")
-    if d["classification"] == "spurious":
-        d["counterfactual"] = _affordable(life, f, max_tokens, uses, spans, lives)
+        return None
+    return why
 
 
 def _affordable(life: dict[str, Any], f: dict[str, Any], max_tokens: int, uses: Uses, spans: Spans,
