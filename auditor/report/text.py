@@ -7,7 +7,8 @@ control sequence, never a formula.
   line/paragraph separators) are shown escaped (``\\x1b``, ``\\r``, ``\\u202e``).
 - Markdown (``md``, ``md_block``, ``md_code``): controls escaped as above; ``|``, the
   inline Markdown characters and ``\\`` backslash-escaped; ``<``, ``>`` and ``&`` as
-  entities, so no HTML passes; values longer than ``MD_LIMIT`` are cut, and say so.
+  entities, so no HTML passes (a code span holds no ``<``); values longer than
+  ``MD_LIMIT`` are cut, and say so.
 - html (``html``): ``html.escape`` (``&``, ``<``, ``>``, quotes).
 - csv (``csv_cell``): a string starting ``=``, ``+``, ``-``, ``@``, tab or CR gets a
   leading ``'``, so a spreadsheet shows it instead of running it; numbers are numbers.
@@ -73,13 +74,18 @@ def md(text: Any, limit: int | None = MD_LIMIT) -> str:
 
 def md_block(text: Any, limit: int | None = MD_LIMIT) -> str:
     """``md``, for text that starts a block (a paragraph, a list item): a leading ``-``,
-    ``+``, ``=`` or ``1.`` is escaped so it does not make a list, a rule or a heading."""
-    return _MD_BLOCK.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), md(text, limit))
+    ``+``, ``=`` or ``1.`` is escaped so it does not make a list, a rule or a heading, and
+    leading blanks (an indented code block) are dropped, as Markdown drops them anyway."""
+    return _MD_BLOCK.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3),
+                         md(str(text).lstrip(" \t"), limit))
 
 
 def md_code(text: Any, limit: int | None = MD_LIMIT) -> str:
-    """Outside text as a Markdown code span: fenced by more backticks than it holds."""
-    s = plain(text, limit)
+    """Outside text as a Markdown code span, fenced by more backticks than it holds; text
+    holding a ``<`` is written by ``md`` instead, so no ``<`` is ever raw in the report."""
+    s = plain(text, limit) or " "         # `` is no code span; ` ` is one of a blank
+    if "<" in s:
+        return md(text, limit)
     fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or (s.startswith(" ") and s.endswith(" ") and s.strip()) else ""
     return f"{fence}{pad}{s}{pad}{fence}"
