@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..result import Finding, Result, Table, ranked, utc_text
-from .text import csv_cell, json_text
+from .text import csv_cell
 
 
 def json_default(v: Any) -> Any:
@@ -45,7 +45,7 @@ def to_json(data: Any) -> str:
     pure-Python indenting one."""
     out: list[str] = []
     _pretty(data, 0, out)
-    return json_text("".join(out))
+    return "".join(out)
 
 
 _COMPACT = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(", ", ": "))

@@ -12,8 +12,8 @@ control sequence, never a formula.
 - html (``html``): ``html.escape`` (``&``, ``<``, ``>``, quotes).
 - csv (``csv_cell``): a string starting ``=``, ``+``, ``-``, ``@``, tab or CR gets a
   leading ``'``, so a spreadsheet shows it instead of running it; numbers are numbers.
-- json (``json_text``): exact; only the C1 controls and U+2028/U+2029, which JSON lets
-  through raw, are written as ``\\uXXXX``, which decodes to the same string.
+- json: exact, as ``json.dumps`` writes it (its own escapes for C0 controls, ``"`` and
+  ``\\``): nothing to do here.
 
 ``cut`` is how a long value is shortened everywhere: its start, then an ellipsis with
 the value's full length.
@@ -102,15 +102,3 @@ FORMULA = ("=", "+", "-", "@", "\t", "\r")
 def csv_cell(v: Any) -> Any:
     """A csv value: a string a spreadsheet would run as a formula gets a leading ``'``."""
     return "'" + v if isinstance(v, str) and v.startswith(FORMULA) else v
-
-
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029]")
-
-
-def json_text(encoded: str) -> str:
-    """JSON text with the characters JSON allows raw but a terminal or a script may act on
-    (C1 controls, U+2028/U+2029) written as ``\\uXXXX`` escapes: the same data. Only
-    string contents can hold them, so the whole text can be translated."""
-    if _JSON_RAW.search(encoded) is None:
-        return encoded
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", encoded)
