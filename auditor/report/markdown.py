@@ -16,7 +16,7 @@ import json
 
 from ..result import Finding, Result, Table
 from .render import View, cell, json_default, layout, numeric
-from .text import md, md_block, md_code
+from .text import PROSE_LIMIT, md, md_block, md_code
 
 FOLD_ROWS = 15
 MAX_ROWS = 200
@@ -46,7 +46,7 @@ def _table(out: io.StringIO, t: Table, depth: int, max_rows: int) -> None:
         if fold:
             out.write("\n</details>\n")
     for n in t.notes:
-        out.write(f"\n{md_block(n)}\n")
+        out.write(f"\n{md_block(n, PROSE_LIMIT)}\n")
 
 
 def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
@@ -56,10 +56,10 @@ def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
     for i, f in enumerate(findings[:max_rows], 1):
         model = f" ({md(f.model)})" if f.model and f.model != f.subject["id"] else ""
         out.write(f"{i}. **{md(f.severity)}** {md_code(f.code)} {md(f.subject['kind'])} "
-                  f"{md_code(f.subject['id'])}{model}: {md(f.summary)}\n")
+                  f"{md_code(f.subject['id'])}{model}: {md(f.summary, PROSE_LIMIT)}\n")
         numbers = {k: v for k, v in f.evidence.items() if not isinstance(v, (dict, list))}
         if numbers:
-            out.write("   " + ", ".join(f"{md(k)} = {md(cell(v))}" for k, v in numbers.items()) + "\n")
+            out.write("   " + ", ".join(f"{md(k)} = {md(cell(v), PROSE_LIMIT)}" for k, v in numbers.items()) + "\n")
         rest = {k: v for k, v in f.evidence.items() if isinstance(v, (dict, list))}
         if rest:
             text = json.dumps(rest, default=json_default, ensure_ascii=False)
@@ -94,14 +94,14 @@ def _markdown(result: Result, view: View, max_rows: int) -> str:
         if kind == "title":
             out.write(("" if depth == 1 else "\n") + f"{'#' * depth} {md(item)}\n\n")
         elif kind == "header":
-            out.writelines(f"- **{md(k)}**: {md(v)}\n" for k, v in item)
+            out.writelines(f"- **{md(k)}**: {md(v, PROSE_LIMIT)}\n" for k, v in item)
         elif kind == "findings":
             _findings(out, item, max_rows)
         else:
             _table(out, item, depth, max_rows)
     caveats = _caveats(result)
     if caveats:
-        out.write("\n## Coverage caveats\n\n" + "".join(f"- {md_block(c)}\n" for c in caveats[:max_rows]))
+        out.write("\n## Coverage caveats\n\n" + "".join(f"- {md_block(c, PROSE_LIMIT)}\n" for c in caveats[:max_rows]))
         if len(caveats) > max_rows:
             out.write(_cut_note(max_rows, len(caveats), "caveats"))
     if view.command:

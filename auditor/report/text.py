@@ -8,7 +8,7 @@ control sequence, never a formula.
 - Markdown (``md``, ``md_block``, ``md_code``): controls escaped as above; ``|``, the
   inline Markdown characters and ``\\`` backslash-escaped; ``<``, ``>`` and ``&`` as
   entities, so no HTML passes (a code span holds no ``<``); values longer than
-  ``MD_LIMIT`` are cut, and say so.
+  ``MD_LIMIT`` (sentences: ``PROSE_LIMIT``) are cut, and say so.
 - html (``html``): ``html.escape`` (``&``, ``<``, ``>``, quotes).
 - csv (``csv_cell``): a string starting ``=``, ``+``, ``-``, ``@``, tab or CR gets a
   leading ``'``, so a spreadsheet shows it instead of running it; numbers are numbers.
@@ -31,8 +31,9 @@ from typing import Any
 CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\0": "\\0"}
 
-TERMINAL_LIMIT = 300       # a cell of the terminal view (unless --wide)
-MD_LIMIT = 400             # a value in the Markdown report
+TERMINAL_LIMIT = 1000      # a text of the terminal view (unless --wide)
+MD_LIMIT = 400             # a value in the Markdown report: a cell, an id, a title
+PROSE_LIMIT = 1000         # a sentence in the Markdown report: a note, a summary, a caveat
 
 
 def _shown(m: re.Match) -> str:
