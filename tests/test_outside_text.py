@@ -42,7 +42,8 @@ MD_TAGS = re.compile(r"</?(?:details|summary|sub)>")
 def _result(v: str) -> Result:
     """A result with the hostile value everywhere a renderer puts outside text."""
     table = Table(f"hosts of {v}", ["host", "n", "neg", "ratio"],
-                  [{"host": v, "n": 5, "neg": -3, "ratio": -0.25}, {"host": "plain", "n": 1, "neg": None, "ratio": 2.0}],
+                  [{"host": v, "n": 5, "neg": -3, "ratio": -0.25},
+                   {"host": "plain", "n": 1, "neg": None, "ratio": 2.0}],
                   notes=[v])
     finding = Finding("hedge_predictable_loss", "warn", {"kind": "participant", "id": v},
                       f"{v.replace(chr(10), ' ')} lost 7 races", {"host": v, "hosts": [v]}, model=v)
@@ -148,7 +149,8 @@ def test_hostile_text_is_data_in_every_format(v):
 
 def test_md_cuts_a_long_value_and_says_how_long():
     md = render(_result("x" * 20_000), "md")
-    assert "x" * 400 + "… (20,000 characters)" in md and "x" * 601 not in md     # evidence JSON: 600
+    assert "x" * 400 + "… (20,000 characters)" in md                   # a value: its first 400 characters
+    assert "x" * 1000 + "… (20,000 characters)" in md and "x" * 1001 not in md      # a sentence: 1000
 
 
 def test_csv_keeps_numbers_and_neutralises_text():
@@ -255,7 +257,8 @@ def _chain_with_model(tmp_path: Path, model: str) -> Path:
     for f in sorted((FIXTURES / "chain" / "epoch-403").glob("*.json")):
         e = json.loads(f.read_text())
         e["body"] = e["body"].replace(json.dumps(old), json.dumps(model))
-        e["query"] = urlencode([(k, model if v == old else v) for k, v in parse_qsl(e["query"], keep_blank_values=True)])
+        query = parse_qsl(e["query"], keep_blank_values=True)
+        e["query"] = urlencode([(k, model if v == old else v) for k, v in query])
         (d / f.name).write_text(json.dumps(e))
     return d
 
@@ -272,4 +275,31 @@ def test_a_20k_character_model_id_keeps_md_within_githubs_limit(tmp_path):
                 db=tmp_path / "a.duckdb")
     assert r.returncode in (0, 1), r.stderr
     assert len(r.stdout) <= 65_536 and "… (20,002 characters)" in r.stdout
-    assert "x" * 601 not in r.stdout             # a value: 400 characters; a finding's evidence JSON: 600
+    assert "x" * 1001 not in r.stdout            # a value: 400 characters; a sentence (a header line): 1000
+
+
+def test_collect_lines_show_a_path_with_escapes_escaped(tmp_path):
+    (tmp_path / "gw[").mkdir()
+    log = tmp_path / "gw[" / "]\x1b[2J.log"                   # .../gw[/]ESC[2J.log
+    log.write_bytes((H / "small.log").read_bytes())
+    r = run_cli("collect", "--gateway-log", str(log), "--gateway-log", str(tmp_path / "gone\x1b]0;T\x07.log"),
+                db=tmp_path / "a.duckdb")
+    assert r.returncode == 3, r.stderr                       # the second file is missing
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr
+    assert "reading " + str(tmp_path / "gw[/]\\x1b[2J.log") in r.stderr           # the progress line
+    assert "MISSING " + str(tmp_path / "gone\\x1b]0;T\\x07.log") in r.stderr      # the collect summary
+
+
+def test_a_progress_bar_shows_its_description_as_text():
+    from rich.console import Console
+
+    from auditor.progress import Progress
+
+    p = Progress(interactive=True)
+    out = io.StringIO()
+    p._console = Console(file=out, force_terminal=True, width=120)
+    with p.task("reading /logs/gw[/]\x1b[2J.log", 10) as advance:
+        advance(5)
+    p.log("wrote [bold]x\x1b]0;T\x07")
+    assert "reading /logs/gw[/]\\x1b[2J.log" in out.getvalue() and "wrote [bold]x\\x1b]0;T\\x07" in out.getvalue()
+    assert "\x1b[2J" not in out.getvalue() and "\x1b]0;" not in out.getvalue()
