@@ -1,4 +1,6 @@
-"""Progress for long work: a rich progress bar on a terminal, plain log lines off one (cron)."""
+"""Progress for long work: a rich progress bar on a terminal, plain log lines off one (cron).
+A message may hold outside text (a path, a URL): it is shown as text, never as rich
+markup, its control characters escaped (``report/text.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TypeVar
+
+from .report.text import plain, terminal
 
 T = TypeVar("T")
 
@@ -28,10 +32,10 @@ class Progress:
         if self.quiet:
             return
         if self._console is not None:
-            self._console.log(msg, markup=False)
+            self._console.log(terminal(msg))
         else:
             stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            print(f"{stamp} auditor: {msg}", file=sys.stderr, flush=True)
+            print(f"{stamp} auditor: {plain(msg)}", file=sys.stderr, flush=True)
 
     def track(self, items: Iterable[T], what: str, total: int | None = None) -> Iterator[T]:
         items = list(items) if total is None else items
@@ -50,8 +54,8 @@ class Progress:
             return
         from rich.progress import BarColumn, Progress as RichProgress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-        with RichProgress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+        with RichProgress(TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
                           TimeElapsedColumn(), console=self._console, transient=True) as bar:
-            tid = bar.add_task(what, total=total)
+            tid = bar.add_task(plain(what), total=total)
             yield lambda n=1: bar.advance(tid, n)
         self.log(f"{what}: done")

@@ -1,24 +1,28 @@
-"""Plain summaries printed on stderr: the collection run report."""
+"""Plain summaries printed on stderr: the collection run report. What a source said (a
+skipped item, a note, what is missing) is outside text: its control characters are shown
+escaped (``text.plain``)."""
 
 from __future__ import annotations
 
 import sys
 
 from ..result import CollectReport
+from .text import plain
 
 
 def print_collect_reports(reports: list[CollectReport]) -> None:
     for r in reports:
-        loaded = ", ".join(f"{k} {v}" for k, v in r.loaded.items()) or "nothing new"
-        print(f"{r.source}: loaded {loaded}", file=sys.stderr)
+        source = plain(r.source)
+        loaded = ", ".join(f"{plain(k)} {v}" for k, v in r.loaded.items()) or "nothing new"
+        print(f"{source}: loaded {loaded}", file=sys.stderr)
         for s in r.skipped:
-            print(f"{r.source}: skipped {s}", file=sys.stderr)
+            print(f"{source}: skipped {plain(s)}", file=sys.stderr)
         for reason, n in r.rejected.items():
-            print(f"{r.source}: rejected {n} ({reason})", file=sys.stderr)
+            print(f"{source}: rejected {n} ({plain(reason)})", file=sys.stderr)
         if r.rejected and r.source == "gateway_log":
-            print(f"{r.source}: the first rejected lines of each file and reason: "
+            print(f"{source}: the first rejected lines of each file and reason: "
                   "auditor sql \"SELECT * FROM log_reject_samples\"", file=sys.stderr)
         for n in r.notes:
-            print(f"{r.source}: note: {n}", file=sys.stderr)
+            print(f"{source}: note: {plain(n)}", file=sys.stderr)
         for m in r.missing:
-            print(f"{r.source}: MISSING {m}", file=sys.stderr)
+            print(f"{source}: MISSING {plain(m)}", file=sys.stderr)

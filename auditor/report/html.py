@@ -9,12 +9,12 @@ charts and its tables. Click a column heading to sort a table.
 from __future__ import annotations
 
 import json
-from html import escape
 
 from ..result import Finding, Result, Table, ranked
 from . import figures
 from .charts import to_svg
 from .render import View, cell, json_default, numeric
+from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}

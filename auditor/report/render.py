@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..result import Finding, Result, Table, ranked, utc_text
+from .text import csv_cell
 
 
 def json_default(v: Any) -> Any:
@@ -132,23 +133,34 @@ def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
 
 
 def to_csv(table: Table) -> str:
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(table.columns)
-    for r in table.rows:
-        w.writerow([_csv_value(r.get(c)) for c in table.columns])
-    return out.getvalue()
+    """One line a row, ending in LF. The writer's terminator is CRLF, because the csv module
+    quotes only a field holding a character of it: with LF alone a CR in a value went out
+    bare and split the row for every reader. The writer writes each row with one call, so
+    each row's CRLF is then cut to LF."""
+    lines: list[str] = []
+    w = csv.writer(_Lines(lines), lineterminator="\r\n")
+    w.writerow([csv_cell(c) for c in table.columns])
+    w.writerows([_csv_value(r.get(c)) for c in table.columns] for r in table.rows)
+    return "".join(line[:-2] + "\n" for line in lines)
+
+
+class _Lines:
+    """A file for ``csv.writer`` that keeps each row it writes."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.write = lines.append
 
 
 def _csv_value(v: Any) -> Any:
-    """Empty for NULL (unknown), exact numbers, ISO times, lists as JSON."""
+    """Empty for NULL (unknown), exact numbers, ISO times, lists as JSON, a text that a
+    spreadsheet would run as a formula with a leading ``'`` (``text.csv_cell``)."""
     if v is None:
         return ""
     if isinstance(v, (Decimal, datetime, date)):
         return json_default(v)
     if isinstance(v, (list, tuple, dict)):
         return json.dumps(v, default=json_default)
-    return v
+    return csv_cell(v)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..result import Result
 from .render import View, cell, findings_table, layout, numeric
+from .text import TERMINAL_LIMIT, plain
 
 ADDRESS = re.compile(r"\bgonka1[02-9ac-hj-np-z]{38}\b")
 FILE_WIDTH = 250
@@ -32,7 +33,7 @@ def _prose(texts: list[str]) -> bool:
 
 
 def _label(column: str) -> str:
-    return column.replace("_", " ")
+    return plain(column).replace("_", " ")
 
 
 def _need(c: str, texts: list[str], prose: bool) -> int:
@@ -58,26 +59,30 @@ PROSE_MIN = 20
 def print_table(result: Result, file: Any = None, view: View = View()) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
+    from rich.text import Text
 
     file = file or sys.stdout
     terminal = file.isatty()
     console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else FILE_WIDTH)
-    fit = (lambda s: s) if view.wide else short_addresses
+
+    # every text shown is a rich Text (never markup), its control characters escaped (text.py)
+    def fit(s: str) -> str:
+        return plain(s) if view.wide else plain(short_addresses(s), TERMINAL_LIMIT)
 
     for kind, depth, item in layout(result):
         if kind == "title":
             if depth > 1:
                 console.print()
-            console.print(f"[bold]{fit(item)}[/bold]")
+            console.print(Text(fit(item), style="bold"))
         elif kind == "header":
             for k, v in item:
-                console.print(f"  {k}: {fit(v)}", markup=False)
+                console.print(Text(f"  {plain(k)}: {fit(v)}"))
         else:
             if kind == "findings":
                 item = findings_table(item)
             console.print()
             if not item.rows:
-                console.print(f"[bold]{fit(item.title)}[/bold]: none")
+                console.print(Text.assemble((fit(item.title), "bold"), ": none"))
             else:
                 texts = {c: [fit(cell(r.get(c))) for r in item.rows] for c in item.columns}
                 prose = {c: _prose(texts[c]) for c in item.columns}
@@ -86,20 +91,21 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
                     [c for c in item.columns if c not in item.narrow], need, console.width)
                 # the title on its own line: as a rich table title it wraps to the table's width,
                 # mid-word for a narrow table
-                console.print(fit(item.title), style="bold", markup=False)
+                console.print(Text(fit(item.title), style="bold"))
                 rt = RichTable()
                 for c in columns:
                     # the heading wraps between its words, never inside one; the cells of an
                     # id or number column do not wrap at all
-                    rt.add_column(textwrap.fill(_label(c), need[c]), justify="right" if numeric(item, c) else "left",
+                    rt.add_column(Text(textwrap.fill(_label(c), need[c])),
+                                  justify="right" if numeric(item, c) else "left",
                                   no_wrap=not prose[c], overflow="fold",
                                   min_width=PROSE_MIN if prose[c] else None)
                 for i in range(len(item.rows)):
-                    rt.add_row(*(texts[c][i] for c in columns))
+                    rt.add_row(*(Text(texts[c][i]) for c in columns))
                 console.print(rt)
-                dropped = [c for c in item.columns if c not in columns]
+                dropped = [plain(c) for c in item.columns if c not in columns]
                 if dropped:
-                    console.print(f"(not shown at this width: {', '.join(dropped)}; --wide or --format json has them)",
-                                  markup=False)
+                    console.print(Text(f"(not shown at this width: {', '.join(dropped)}; "
+                                       "--wide or --format json has them)"))
             for n in item.notes:
-                console.print(fit(n), markup=False)
+                console.print(Text(fit(n)))
