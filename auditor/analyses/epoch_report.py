@@ -1,44 +1,33 @@
 """`auditor epoch N`: every analysis of the epoch, composed into one report.
 
-``ANALYSES`` lists them in report order; each is ``run(store, epoch, options) -> Result``
-(``frame.py``). Adding an analysis to the report is one line here. The report's JSON
-has ``epoch``, ``settled``, ``complete``, one key per analysis (its ``Result.key``), all
-findings ranked by severity, and ``coverage`` (the coverage analysis's per-source data).
+It runs the records of ``registry.ANALYSES`` in their order, all in one run
+(``context.Run``): what one analysis works out, the next takes from the run. The report's
+JSON has ``epoch``, ``settled``, ``complete``, one key per analysis (its ``Result.key``),
+all findings ranked by severity, and ``coverage`` (the coverage analysis's per-source data).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..result import Result, ranked
 from ..store import Store
-from . import coverage, epoch_facts, hedging, misstest, poc_overload, preserved, remints, targets
+from . import coverage, epoch_facts, misstest, poc_overload
+from .context import Run, run_for
 from .frame import Options, require_epoch
-
-Analysis = Callable[[Store, int, Options], Result]
-
-ANALYSES: list[Analysis] = [
-    epoch_facts.heights,
-    epoch_facts.models,
-    epoch_facts.cpoc_events,
-    preserved.run,
-    coverage.run,
-    misstest.run,
-    poc_overload.run,
-    targets.run,
-    hedging.run,
-    remints.run,
-]
+from .registry import ANALYSES
 
 
-def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None) -> Result:
-    """Every analysis of ``ANALYSES`` on epoch N; ``progress`` (``auditor.progress.Progress``)
-    shows them going by, as a bar on a terminal and log lines off one."""
+def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None,
+        ctx: Run | None = None) -> Result:
+    """Every analysis of ``registry.ANALYSES`` on epoch N, in one run; ``progress``
+    (``auditor.progress.Progress``) shows them going by, as a bar on a terminal and log lines
+    off one."""
     options = options or Options()
     settled, complete = require_epoch(store, epoch)
+    shared = run_for(store, epoch, ctx)
     analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
-    parts = [analysis(store, epoch, options) for analysis in analyses]
+    parts = [a.run(store, epoch, options, ctx=shared) for a in analyses]
     _miss_test_cpoc_evidence({p.key: p for p in parts})
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}

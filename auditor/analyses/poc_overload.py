@@ -760,3 +760,33 @@ def _header(data: dict, span: Mapping[str, Any]) -> list[tuple[str, str]]:
             ("per 10,000 weight", f"{data['per_10000']:g} ({'given' if 'given' in data['per_10000_source'] else 'gateway default'})"),
             ("gateway logs", "none" if span["first_ts"] is None
              else f"{utc_text(span['first_ts'])} to {utc_text(span['last_ts'])}")]
+
+
+# -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
+def charts(result: Result) -> list:
+    """Per preserved host with gateway evidence: its in-flight load across the cPoC window
+    against the cap the proposed per-host limit would give it."""
+    from ..result import Chart
+    from .frame import chart_label, chart_time
+
+    out = []
+    for w in result.data["windows"]:
+        series = w.get("inflight_series")           # only windows with gateway evidence have one
+        if not series or not series["max_inflight"]:
+            continue
+        t0, step = chart_time(series["start"]), series["step_seconds"]
+        points = [[t0 + timedelta(seconds=i * step), v] for i, v in enumerate(series["max_inflight"])]
+        out.append(Chart(f"{w['episode']}: {chart_label(w['participant'])} ({w['model']}) in flight against its cap",
+                         "line", "time (UTC)", "requests in flight",
+                         [{"name": f"in flight (max per {step} s)", "points": points}],
+                         marks=[{"name": "cap", "y": w["cap"]}]))
+    return out
+
+
+def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
+    for w in result.data["windows"]:
+        labels = (str(w["participant"]), str(w["model"]), str(w["episode"]))
+        if w.get("peak_inflight") is not None:      # unknown without gateway evidence: no sample
+            yield "auditor_poc_overload_peak_inflight", labels, w["peak_inflight"]
+        if w["cap"] is not None:
+            yield "auditor_poc_overload_cap", labels, w["cap"]
