@@ -296,8 +296,22 @@ def _row(*cells: str) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+# The CLI's commands that are not analyses (their flags are in cli.py), for the README's table:
+# before the analyses and after them.
+COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`",
+                    "collect any combination of sources into the store")]
+COMMANDS_AFTER = [
+    ("report daily", "`auditor report daily --out DIR [--date D] [--fail-on L] [--prom-textfile PATH]`",
+     "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
+    ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE]`", "query the store"),
+    ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
+]
+
+
 def commands_table() -> list[str]:
-    return [_row(a.command.usage, a.summary) for a in commands()]
+    rows = [(u, s) for _, u, s in COMMANDS_BEFORE] + [(a.command.usage, a.summary) for a in commands()]
+    return ["| command | what it does |", "|---|---|",
+            *(_row(*r) for r in rows + [(u, s) for _, u, s in COMMANDS_AFTER])]
 
 
 def codes_table(keys: Iterable[str] | None = None, *, exclude: Iterable[str] = ()) -> list[str]:
