@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,72 @@ def test_help_imports_no_analysis():
             "print(sorted(m for m in sys.modules if m == 'duckdb' or m.startswith('auditor.analyses.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['auditor.analyses.registry']"
+
+
+# -- the README's worked example, run ------------------------------------------------------------
+def _worked_example() -> tuple[str, str, str]:
+    """The SQL, the module and the registry line of the README's "Adding an analysis"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Adding an analysis"):]
+    section = section[:section.index("\n## ")]
+    blocks = re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+    assert [lang for lang, _ in blocks] == ["sql", "python", "python"]
+    (_, sql), (_, module), (_, line) = blocks
+    return sql, module, line
+
+
+def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_line(tmp_path):
+    import json
+    import shutil
+
+    from conftest import FIXTURES, run_cli
+
+    sql, module, line = _worked_example()
+    dotted = re.search(r'Analysis\("(\w+)", "([^"]+)", "([\w.]+)"', line)
+    key, title, module_path = dotted.groups()
+    query = re.search(r'store\.query\("(\w+)"', module).group(1)
+    code = re.search(r'Code\("(\w+)"', line).group(1)
+    metric = re.search(r'Metric\("(\w+)"', line).group(1)
+
+    src = tmp_path / "src"                                 # a copy of the tool, and the example added to it
+    shutil.copytree(ROOT / "auditor", src / "auditor", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "queries", src / "queries")
+    shutil.copy(ROOT / "README.md", src / "README.md")
+    (src / "queries" / f"{query}.sql").write_text(sql)
+    (src / Path(*module_path.split("."))).with_suffix(".py").write_text(module)
+    reg = src / "auditor" / "analyses" / "registry.py"
+    marker = "    # a new analysis: one record here, above this line"
+    assert reg.read_text().count(marker) == 1
+    reg.write_text(reg.read_text().replace(marker, line.rstrip("\n") + "\n" + marker))
+    env = {"PYTHONPATH": str(src), "PYTHONSAFEPATH": "1"}      # not the working directory's auditor
+
+    def cli(*args):
+        r = run_cli(*args, db=tmp_path / "auditor.duckdb", env=env)
+        assert r.returncode in (0, 1), r.stderr
+        return r.stdout
+
+    where = subprocess.run([sys.executable, "-c", "import auditor; print(auditor.__file__)"], env={**env},
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(src)), where            # the copy runs, not the tree under test
+    cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"))
+
+    report = json.loads(cli("epoch", "403", "--offline", "--format", "json"))
+    rows = report[key]["models"]
+    assert len(rows) == 3 and all(0 < r["share"] <= 1 for r in rows)
+    flagged = [f for f in report["findings"] if f["code"] == code]
+    assert flagged and {f["subject"]["kind"] for f in flagged} == {"ml_node"}
+    assert cli("epoch", "403", "--offline", "--format", "csv").count(code) == len(flagged)
+    for fmt in ("table", "md", "html"):
+        out = cli("epoch", "403", "--offline", "--format", fmt, "--wide")
+        assert title in out and code in out, fmt
+
+    r = subprocess.run([sys.executable, "-m", "auditor.analyses.registry", "--readme"], env={**env}, check=True)
+    readme = (src / "README.md").read_text()
+    assert f"| `{code}` | info | ml_node |" in readme and f"| `{metric}` | `epoch, model` |" in readme
+    assert readme != (ROOT / "README.md").read_text()
+
+    prom = tmp_path / "auditor.prom"
+    cli("report", "daily", "--out", str(tmp_path / "reports"), "--epoch", "403", "--offline",
+        "--prom-textfile", str(prom))
+    samples = [s for s in prom.read_text().splitlines() if s.startswith(metric + "{")]
+    assert len(samples) == len(rows) and f'code="{code}"' in prom.read_text()

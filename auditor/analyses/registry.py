@@ -241,6 +241,7 @@ Example:
         metrics=(Metric("auditor_remint_deactivations", ("classification",), "Escrow deactivations by classification",
                         "escrow deactivations by class"),),
         charts=True),
+    # a new analysis: one record here, above this line (README, "Adding an analysis")
 ]
 
 # `auditor epoch N`: not an analysis but the report over all of them (epoch_report.run)
