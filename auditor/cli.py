@@ -42,6 +42,7 @@ class State:
     debug = False
     db: Path | None = None
     quiet = False
+    help = False        # --help was asked for: read no config file it does not name
 
 
 state = State()
@@ -217,14 +218,28 @@ def _analyse(a, call, sources, out: Output) -> None:
 
 
 # -- commands -----------------------------------------------------------------
+def _load_config(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
+    """--config (eager: read before every other option): the file's defaults (``--config PATH``,
+    or the one found) become click's default_map of this command and every command below it.
+    --help reads no file unless one is named, and shows the built-in defaults."""
+    from . import config
+
+    if value is None and state.help:
+        return value
+    path = config.find(None if value is None else str(value))
+    if path is not None:
+        ctx.default_map = config.default_map(ctx.command, config.load(path), path)
+    return value
+
+
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
         help="DuckDB file. [default: ~/.local/share/auditor/auditor.duckdb]")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or log lines on stderr.")] = False,
-    config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH",
-        help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
+    config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
+        callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
              "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
@@ -481,18 +496,6 @@ def hoist_globals(argv: list[str]) -> list[str]:
     return front + rest
 
 
-def _config_defaults(command, args: list[str]) -> dict | None:
-    """The defaults of the config file (``--config PATH``, or the one found), for click."""
-    from . import config
-
-    explicit = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"), None)
-    explicit = explicit or next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
-    if explicit is None and any(a in ("-h", "--help") for a in args):
-        return None     # --help needs no file, and shows the built-in defaults
-    path = config.find(explicit)
-    return None if path is None else config.default_map(command, config.load(path), path)
-
-
 def _print_traceback() -> None:
     """--debug: the traceback, with credentials masked like every other line."""
     from .redact import redact_text
@@ -523,12 +526,12 @@ def main(argv: list[str] | None = None) -> None:
     code; Ctrl-C is exit 130; anything else is an auditor bug, still one line unless --debug.
     """
     args = hoist_globals(sys.argv[1:] if argv is None else list(argv))
-    state.debug = "--debug" in args[:args.index("--")] if "--" in args else "--debug" in args
+    options = args[:args.index("--")] if "--" in args else args
+    state.debug, state.help = "--debug" in options, any(a in ("-h", "--help") for a in options)
     click_exc = _click_exceptions()
     try:
         command = typer.main.get_command(app)
-        code = command.main(args=args, prog_name="auditor", standalone_mode=False,
-                            default_map=_config_defaults(command, args))
+        code = command.main(args=args, prog_name="auditor", standalone_mode=False)
     except click_exc.UsageError as exc:
         where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
         _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password
