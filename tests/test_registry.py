@@ -55,7 +55,10 @@ def test_every_command_is_documented(command):
 
 
 def test_every_registry_command_is_a_cli_command():
+    from auditor import cli
+
     assert {a.command.name for a in registry.commands()} <= set(_cli_commands())
+    assert set(cli.FLAGS) <= {a.key for a in registry.commands()}     # no flags for a command that is gone
 
 
 def test_every_emitted_code_is_declared_and_every_declared_code_emitted():
