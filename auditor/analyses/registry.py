@@ -115,8 +115,6 @@ class Analysis:
 
 
 # -- the records, in report order -----------------------------------------------------------------
-PARTICIPANT_HELP = "Only this participant (network-wide figures still come from all)."
-
 ANALYSES: list[Analysis] = [
     Analysis("heights", "Heights", "auditor.analyses.epoch_facts", function="heights"),
     Analysis("models", "Models", "auditor.analyses.epoch_facts", function="models"),
