@@ -664,5 +664,5 @@ def call(epoch: int | None, since: datetime | None, until: datetime | None, part
 
     options = Options(participant=participant, since=since, until=until)
     if epoch is None and since is None and until is None:
-        raise UsageError(time_range(None, None, options)[3])
+        raise UsageError(f"hedging: {time_range(None, None, options)[3]}")
     return Call(epoch, options)
