@@ -96,6 +96,9 @@ def test_options_keep_the_shared_fields():
         own = a.options_from(base)
         assert isinstance(own, a.options_class())
         assert (own.participant, own.since, own.until) == (base.participant, base.since, base.until)
+    from auditor.analyses import targets
+
+    assert targets._opts(base).since == base.since          # called directly, too
 
 
 def test_a_renamed_data_key_breaks_the_chart_and_the_metric_loudly():

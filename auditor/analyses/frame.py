@@ -9,7 +9,7 @@ record each: ``auditor epoch N`` runs them all in one run; each analysis command
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +25,16 @@ class Options:
     participant: str | None = None     # only this host, where the analysis is per host
     since: datetime | None = None      # time range, for analyses that work over one
     until: datetime | None = None
+
+    @classmethod
+    def of(cls, options: "Options | None") -> "Options":
+        """``options`` as this class: itself when it is one, else the shared fields
+        (participant, since, until) carried over and the rest at their defaults."""
+        if isinstance(options, cls):
+            return options
+        if options is None:
+            return cls()
+        return cls(**{f.name: getattr(options, f.name) for f in fields(Options)})
 
 
 def epoch_state(store: Store, epoch: int) -> tuple[bool, bool] | None:

@@ -21,7 +21,7 @@ import inspect
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,15 +96,9 @@ class Analysis:
         return getattr(self.load(), self.options)
 
     def options_from(self, options: Any) -> Any:
-        """``options`` as this analysis's own options: the shared fields (participant,
-        since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
-        cls = self.options_class()
-        if options is None:
-            return cls()
-        if isinstance(options, cls):
-            return options
-        from .frame import Options
-        return cls(**{f.name: getattr(options, f.name) for f in fields(Options)})
+        """``options`` as this analysis's own options (``Options.of``): the shared fields
+        (participant, since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
+        return self.options_class().of(options)
 
     def charts_of(self, result: Any) -> list:
         return self.load().charts(result) if self.charts else []

@@ -626,8 +626,7 @@ def _unavailable(store: Store, epoch: int) -> str | None:
 
 
 def run(store: Store, epoch: int, options: Options | None = None) -> Result:
-    opts = options if isinstance(options, RemintOptions) else RemintOptions(
-        **({k: getattr(options, k) for k in ("participant", "since", "until")} if options else {}))
+    opts = RemintOptions.of(options)
     why = _unavailable(store, epoch)
     if why:
         res = Result.missing_input(KEY, TITLE, why, ["gateway_log", "chain_escrows", "accounting"])

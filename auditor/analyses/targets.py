@@ -164,9 +164,7 @@ def _plan(chosen: Sequence[tuple[str, str, int]], per_10000: float, target: int)
 
 # -- the analysis -------------------------------------------------------------------------------
 def _opts(options: Options | None) -> TargetsOptions:
-    if isinstance(options, TargetsOptions):
-        return options
-    return TargetsOptions() if options is None else TargetsOptions(participant=options.participant)
+    return TargetsOptions.of(options)
 
 
 def _epoch_demand(store: Store, epoch: int, opt: TargetsOptions) -> dict:
