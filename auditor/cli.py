@@ -42,6 +42,7 @@ class State:
     debug = False
     db: Path | None = None
     quiet = False
+    help = False        # --help was asked for: read no config file it does not name
 
 
 state = State()
@@ -189,40 +190,55 @@ def command_line() -> str:
     return redact_text(shlex.join(["auditor", *sys.argv[1:]]))
 
 
-def _analyse(epoch: int | None, sources, out: Output, analysis: Callable, options,
-             collect_epochs: list[int] | None = None) -> None:
-    """Collect epoch N (or ``collect_epochs``) from the given sources (unless --offline), run
-    one analysis, render it, and exit: 3 when the collection or the analysis's data was
-    incomplete, else 1 for findings at or above --fail-on, else 0. Without an epoch (an
-    analysis over --since/--until) only the gateway sources are collected."""
+def _analyse(a, call, sources, out: Output) -> None:
+    """Collect the call's epochs from the given sources (unless --offline), run the analysis
+    of registry record ``a`` (or the call's variant of it) in one run, render it, and exit:
+    3 when the collection or the analysis's data was incomplete, else 1 for findings at or
+    above --fail-on, else 0. Without an epoch (an analysis over --since/--until) only the
+    gateway sources are collected."""
     from .errors import SourceError
     from .report import render
     from .store import Store
 
-    if collect_epochs is None:
-        collect_epochs = [] if epoch is None else [epoch]
     with Store(_db()) as store:
         code = 0
         if not sources.offline and sources.any:
-            code = _collect(store, sources, collect_epochs)
-        result = analysis(store, epoch, options)
+            code = _collect(store, sources, call.collect_epochs())
+        if call.run is not None:
+            result = call.run(store, call.epoch, call.options)
+        else:
+            result = a.run(store, call.epoch, call.options)     # it makes its one run
     if result.unavailable and not result.parts:
         raise SourceError(result.unavailable)
     # one participant's report is its full detail: nothing shortened or dropped (issue 12)
-    wide = out.wide or getattr(options, "participant", None) is not None
+    wide = out.wide or getattr(call.options, "participant", None) is not None
     render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 
 # -- commands -----------------------------------------------------------------
+def _load_config(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
+    """--config (eager: read before every other option): the file's defaults (``--config PATH``,
+    or the one found) become click's default_map of this command and every command below it.
+    --help reads no file unless one is named, and shows the built-in defaults."""
+    from . import config
+
+    if value is None and state.help:
+        return value
+    path = config.find(None if value is None else str(value))
+    if path is not None:
+        ctx.default_map = config.default_map(ctx.command, config.load(path), path)
+    return value
+
+
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
         help="DuckDB file. [default: ~/.local/share/auditor/auditor.duckdb]")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or log lines on stderr.")] = False,
-    config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH",
-        help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
+    config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
+        callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
              "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
@@ -253,145 +269,123 @@ def collect(
     raise typer.Exit(code)
 
 
-@app.command()
-@uses(SOURCES, OUTPUT)
-def misstest(epoch: EpochArg, sources, out, participant: ParticipantOpt = None) -> None:
-    """Reproduce the chain's binomial miss test for every participant of epoch N.
+# -- the analysis commands: one per registry record with a command (analyses/registry.py) ------
+def _plain_call(epoch, participant):
+    from .analyses.frame import Call, Options
 
-    \b
-    Example:
-      auditor misstest 433 --node http://node1.gonka.ai:8000
-      auditor misstest 433 --offline --format csv --output misstest-433.csv
-      auditor misstest 433 --offline --participant gonka1... --fail-on error
-    """
-    from .analyses import misstest as mt
-    from .analyses.frame import Options
-
-    _analyse(epoch, sources, out, mt.run, Options(participant=participant))
+    return Call(epoch, Options(participant=participant))
 
 
-@app.command()
-@uses(SOURCES, OUTPUT)
-def epoch(n: EpochArg, sources, out, participant: ParticipantOpt = None, since: SinceOpt = None,
-          until: UntilOpt = None) -> None:
-    """Collect what is missing for epoch N, then print its report: every analysis, and
-    all their findings ranked by severity.
-
-    \b
-    Example:
-      auditor epoch 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
-      auditor epoch 433 --offline --participant gonka1... --format md --output epoch-433.md
-      auditor epoch 433 --offline --format json --fail-on error
-    """
+def _epoch_call(n, participant, since, until):
     from .analyses import epoch_report
-    from .analyses.frame import Options
-
+    from .analyses.frame import Call, Options
     from .progress import Progress
 
-    def analysis(store, epoch, options):
+    def report(store, epoch, options):
         return epoch_report.run(store, epoch, options, progress=Progress(quiet=state.quiet))
 
-    _analyse(n, sources, out, analysis, Options(participant=participant, since=since, until=until))
+    return Call(n, Options(participant=participant, since=since, until=until), run=report)
+
+
+class CapSpan(str, Enum):
+    generation = "generation"
+    window = "window"
+
+
+def _poc_overload_call(epoch, participant, per_10000, lookback, cap_span):
+    from .analyses.frame import Call
+    from .analyses.poc_overload import PocOverloadOptions
+
+    return Call(epoch, PocOverloadOptions(participant=participant, per_10000=per_10000, lookback_minutes=lookback,
+                                          cap_span=cap_span.value, miss_test_findings=True))
+
+
+def _targets_call(**kw):
+    from .analyses import targets
+
+    return targets.call(**kw)
+
+
+def _hedging_call(**kw):
+    from .analyses import hedging
+
+    return hedging.call(**kw)
+
+
+def _remints_call(epoch, threshold, rotation_target, peak_window):
+    from .analyses.frame import Call
+    from .analyses.remints import RemintOptions
+
+    return Call(epoch, RemintOptions(threshold=threshold, rotation_target=rotation_target,
+                                     peak_window_minutes=peak_window))
 
 
 Per10000Opt = Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",
     help="The gateway's poc_max_concurrent_requests_per_10000_weight. [default: the gateway default 10.0]")]
+EPOCH_ARG = _opt("epoch", EpochArg, inspect.Parameter.empty)
+PARTICIPANT = _opt("participant", ParticipantOpt, None)
+OptionalEpochArg = Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
+    help="Epoch index: its effective span is the range (unless --since/--until are given).")]
+
+# Each analysis command's own flags (after them: the source and output flags), building the
+# one Call it runs; a command not listed takes epoch N and --participant.
+FLAGS: dict[str, Group] = {
+    "epoch": Group("call", [_opt("n", EpochArg, inspect.Parameter.empty), PARTICIPANT,
+                            _opt("since", SinceOpt, None), _opt("until", UntilOpt, None)], _epoch_call),
+    "poc_overload": Group("call", [
+        EPOCH_ARG, PARTICIPANT, _opt("per_10000", Per10000Opt, None),
+        _opt("lookback", Annotated[float, typer.Option("--lookback", min=1, metavar="MIN",
+            help="Minutes before each window that count as the host's usual load.")], 10.0),
+        _opt("cap_span", Annotated[CapSpan, typer.Option("--cap-span", metavar="generation|window",
+            help="Where the counterfactual applies the cap: PoC generation (as proposed) or the whole window.")],
+            CapSpan.generation),
+    ], _poc_overload_call),
+    "preserved_targets": Group("call", [
+        _opt("n", Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
+            help="Epoch index (or --epochs A..B).")], None),
+        _opt("epochs", Annotated[Optional[str], typer.Option("--epochs", metavar="A..B",
+            help="Pool the demand of epochs A to B (inclusive) and show how stable it is.")], None),
+        _opt("statistic", Annotated[str, typer.Option("--statistic", metavar="max|pNN",
+            help="Demand statistic over per-second in flight in PoC windows: max, or a percentile such as p99.")],
+            "max"),
+        _opt("headroom", Annotated[float, typer.Option("--headroom", min=1.0, help="Factor on the demand.")], 1.25),
+        _opt("per_10000", Per10000Opt, None),
+    ], _targets_call),
+    "hedging": Group("call", [_opt("epoch", OptionalEpochArg, None), _opt("since", SinceOpt, None),
+                              _opt("until", UntilOpt, None), PARTICIPANT], _hedging_call),
+    "remints": Group("call", [
+        EPOCH_ARG,
+        _opt("threshold", Annotated[Optional[int], typer.Option("--threshold", min=0, metavar="UNITS",
+            help="The gateway's minimum escrow balance (balanceMinimumThreshold): below it an escrow's "
+                 "end of life is legitimate. [default: the threshold= the gateway logged, else 1000000]")], None),
+        _opt("rotation_target", Annotated[Optional[int], typer.Option("--rotation-target", min=0, metavar="N",
+            help="Regular escrows per model the rotator keeps (target_count). [default: estimated from the "
+                 "epoch-start rotation pass in the logs]")], None),
+        _opt("peak_window", Annotated[int, typer.Option("--peak-window", min=1, metavar="MINUTES",
+            help="Window of a mint peak.")], 60),
+    ], _remints_call),
+}
+PLAIN_FLAGS = Group("call", [EPOCH_ARG, PARTICIPANT], _plain_call)
 
 
-@app.command("poc-overload")
-@uses(SOURCES, OUTPUT)
-def poc_overload(
-    epoch: EpochArg, sources, out, participant: ParticipantOpt = None, per_10000: Per10000Opt = None,
-    lookback: Annotated[float, typer.Option("--lookback", min=1, metavar="MIN",
-        help="Minutes before each window that count as the host's usual load.")] = 10.0,
-    cap_span: Annotated[str, typer.Option("--cap-span", metavar="generation|window",
-        help="Where the counterfactual applies the cap: PoC generation (as proposed) or the whole window.")]
-        = "generation",
-) -> None:
-    """Preserved hosts under each confirmation PoC of epoch N: weight and cap, load, misses,
-    the miss test, and the window replayed with the proposed per-host cap.
+def _analysis_command(a) -> None:
+    """Add the command of registry record ``a``: its flags, the source and output flags, its help."""
 
-    \b
-    Example:
-      auditor poc-overload 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
-      auditor poc-overload 433 --offline --participant gonka1... --format json
-      auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error
-    """
-    from .analyses import poc_overload as po
-    from .errors import UsageError
+    @uses(FLAGS.get(a.key, PLAIN_FLAGS), SOURCES, OUTPUT)
+    def command(call, sources, out) -> None:
+        _analyse(a, call, sources, out)
 
-    if cap_span not in ("generation", "window"):
-        raise UsageError(f"--cap-span {cap_span!r}: expected generation or window")
-    _analyse(epoch, sources, out, po.run, po.PocOverloadOptions(
-        participant=participant, per_10000=per_10000, lookback_minutes=lookback, cap_span=cap_span,
-        miss_test_findings=True))
+    app.command(a.command.name, help=a.command.help)(command)
 
 
-@app.command()
-@uses(SOURCES, OUTPUT)
-def targets(
-    sources, out,
-    n: Annotated[Optional[int], typer.Argument(metavar="[N]", min=0, help="Epoch index (or --epochs A..B).")] = None,
-    epochs: Annotated[Optional[str], typer.Option("--epochs", metavar="A..B",
-        help="Pool the demand of epochs A to B (inclusive) and show how stable it is.")] = None,
-    statistic: Annotated[str, typer.Option("--statistic", metavar="max|pNN",
-        help="Demand statistic over per-second in flight in PoC windows: max, or a percentile such as p99.")]
-        = "max",
-    headroom: Annotated[float, typer.Option("--headroom", min=1.0, help="Factor on the demand.")] = 1.25,
-    per_10000: Per10000Opt = None,
-) -> None:
-    """Per-model preserved-weight targets from the demand measured in PoC windows: D_m, the
-    suggested max(target, D_m), a largest-first fill plan and the chain's smallest-first choice.
+def _add_analysis_commands() -> None:
+    from .analyses import registry
 
-    \b
-    Example:
-      auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
-      auditor targets --epochs 420..433 --offline --format md
-      auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json
-    """
-    from .analyses import targets as tg
-    from .errors import UsageError
-
-    options = tg.TargetsOptions(statistic=statistic, headroom=headroom, per_10000=per_10000)
-    tg.parse_statistic(statistic)
-    if (n is None) == (epochs is None):
-        raise UsageError("give either an epoch N or --epochs A..B")
-    if n is not None:
-        _analyse(n, sources, out, tg.run, options)
-        return
-    first, last = tg.parse_epoch_range(epochs)
-    _analyse(last, sources, out, lambda store, _epoch, opts: tg.run_range(store, first, last, opts), options,
-             collect_epochs=list(range(first, last + 1)))
+    for a in registry.commands():
+        _analysis_command(a)
 
 
-@app.command()
-@uses(SOURCES, OUTPUT)
-def hedging(
-    sources,
-    out,
-    epoch: Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
-        help="Epoch index: its effective span is the range (unless --since/--until are given).")] = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    participant: ParticipantOpt = None,
-) -> None:
-    """Hedging waste: races, primaries beaten by speed-up hedges, suppressed losers that ran
-    to completion, predictability, primary_unresponsive false positives and what the
-    remedies would have saved, over epoch N's span or --since/--until.
-
-    \b
-    Example:
-      auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
-      auditor hedging 433 --offline --format json --fail-on warn
-      auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md
-    """
-    from .analyses import hedging as hd
-    from .analyses.frame import Options
-    from .errors import UsageError
-
-    if epoch is None and since is None and until is None:
-        raise UsageError("hedging: give an epoch N or --since/--until")
-    _analyse(epoch, sources, out, hd.run, Options(participant=participant, since=since, until=until))
+_add_analysis_commands()
 
 
 report_app = typer.Typer(help="Reports for people and for cron.", no_args_is_help=True)
@@ -421,69 +415,11 @@ def report_daily(
       auditor report daily --out reports --offline --date 2026-09-23
     """
     from . import daily
-    from .analyses import epoch_report
-    from .collect import resolved
     from .progress import Progress
-    from .report import promfile, render
-    from .store import Store
 
-    progress = Progress(quiet=state.quiet)
-    when = daily.parse_date(day)
-    with daily.locked(out_dir):                     # held until every file is written
-        with resolved(sources) as s, Store(_db()) as store:     # --replay: its server is the node
-            if epoch is None and when is not None:
-                epoch = daily.epoch_at(store, when)
-            elif epoch is None and s.nodes and not s.offline:
-                epoch = daily.latest_settled_on_chain(s)
-            code = 0
-            if s.any and not s.offline:
-                code = _collect(store, s, [] if epoch is None else [epoch])
-            if epoch is None:
-                epoch = daily.latest_settled_in_store(store)
-            progress.log(f"report daily: epoch {epoch}")
-            result = epoch_report.run(store, epoch)
-            folder = out_dir / daily.report_day(store, epoch, when).isoformat()
-        view = render.View(command=command_line())
-        for fmt in daily.FORMATS:
-            render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
-        progress.log(f"report daily: wrote {folder}/report.{{{','.join(daily.FORMATS)}}} "
-                     f"({len(result.findings)} findings)")
-        if prom_textfile is not None:
-            promfile.write(prom_textfile, result, epoch)
-            progress.log(f"report daily: wrote {prom_textfile}")
-    raise typer.Exit(code or result.exit_code(fail_on.value if fail_on else None))
-
-
-@app.command()
-@uses(SOURCES, OUTPUT)
-def remints(
-    epoch: EpochArg,
-    sources,
-    out,
-    threshold: Annotated[Optional[int], typer.Option("--threshold", min=0, metavar="UNITS",
-        help="The gateway's minimum escrow balance (balanceMinimumThreshold): below it an escrow's "
-             "end of life is legitimate. [default: the threshold= the gateway logged, else 1000000]")] = None,
-    rotation_target: Annotated[Optional[int], typer.Option("--rotation-target", min=0, metavar="N",
-        help="Regular escrows per model the rotator keeps (target_count). [default: estimated from the "
-             "epoch-start rotation pass in the logs]")] = None,
-    peak_window: Annotated[int, typer.Option("--peak-window", min=1, metavar="MINUTES",
-        help="Window of a mint peak.")] = 60,
-) -> None:
-    """Escrow remints: every deactivation of epoch N classified spurious (one request too large
-    for a healthy escrow retired it), legitimate (low balance, high nonce, epoch rotation) or
-    unknown (with what is missing), the replacement mints per model, unexplained mint peaks,
-    and what the spurious ones cost.
-
-    \b
-    Example:
-      auditor remints 396 --node http://node1.gonka.ai:8000 --gateway-log '/var/log/gateway/*.log*'
-      auditor remints 396 --offline --format json --fail-on warn
-      auditor remints 396 --offline --threshold 2000000 --rotation-target 4 --format md
-    """
-    from .analyses import remints as rm
-
-    _analyse(epoch, sources, out, rm.run, rm.RemintOptions(
-        threshold=threshold, rotation_target=rotation_target, peak_window_minutes=peak_window))
+    raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
+                               fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
+                               progress=Progress(quiet=state.quiet), collect=_collect, command=command_line()))
 
 
 @app.command()
@@ -559,18 +495,6 @@ def hoist_globals(argv: list[str]) -> list[str]:
     return front + rest
 
 
-def _config_defaults(command, args: list[str]) -> dict | None:
-    """The defaults of the config file (``--config PATH``, or the one found), for click."""
-    from . import config
-
-    explicit = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"), None)
-    explicit = explicit or next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
-    if explicit is None and any(a in ("-h", "--help") for a in args):
-        return None     # --help needs no file, and shows the built-in defaults
-    path = config.find(explicit)
-    return None if path is None else config.default_map(command, config.load(path), path)
-
-
 def _print_traceback() -> None:
     """--debug: the traceback, with credentials masked like every other line."""
     from .redact import redact_text
@@ -601,12 +525,12 @@ def main(argv: list[str] | None = None) -> None:
     code; Ctrl-C is exit 130; anything else is an auditor bug, still one line unless --debug.
     """
     args = hoist_globals(sys.argv[1:] if argv is None else list(argv))
-    state.debug = "--debug" in args[:args.index("--")] if "--" in args else "--debug" in args
+    options = args[:args.index("--")] if "--" in args else args
+    state.debug, state.help = "--debug" in options, any(a in ("-h", "--help") for a in options)
     click_exc = _click_exceptions()
     try:
         command = typer.main.get_command(app)
-        code = command.main(args=args, prog_name="auditor", standalone_mode=False,
-                            default_map=_config_defaults(command, args))
+        code = command.main(args=args, prog_name="auditor", standalone_mode=False)
     except click_exc.UsageError as exc:
         where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
         _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password

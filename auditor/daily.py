@@ -16,16 +16,55 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, time as dtime, timezone
 from pathlib import Path
+from typing import Any
 
 from .errors import SourceError, UsageError
 
 LOCK_WAIT = 5.0
 LOCK_NAME = ".auditor-report.lock"
 FORMATS = ("json", "md", "html")
+
+
+def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | None, fail_on: str | None,
+        prom_textfile: Path | None, progress: Any, collect: Callable[[Any, Any, list[int]], int],
+        command: str) -> int:
+    """The whole job: under the lock of ``out_dir``, pick the epoch, collect it from
+    ``sources`` (unless offline; ``collect(store, sources, epochs)`` prints the run reports and
+    says 3 when anything is missing), write the report in every format of ``FORMATS`` and the
+    textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0)."""
+    from .analyses import epoch_report
+    from .collect import resolved
+    from .report import promfile, render
+    from .store import Store
+
+    when = parse_date(day)
+    with locked(out_dir):                           # held until every file is written
+        with resolved(sources) as s, Store(db) as store:         # --replay: its server is the node
+            if epoch is None and when is not None:
+                epoch = epoch_at(store, when)
+            elif epoch is None and s.nodes and not s.offline:
+                epoch = latest_settled_on_chain(s)
+            code = 0
+            if s.any and not s.offline:
+                code = collect(store, s, [] if epoch is None else [epoch])
+            if epoch is None:
+                epoch = latest_settled_in_store(store)
+            progress.log(f"report daily: epoch {epoch}")
+            result = epoch_report.run(store, epoch)
+            folder = out_dir / report_day(store, epoch, when).isoformat()
+        view = render.View(command=command)
+        for fmt in FORMATS:
+            render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
+        progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
+                     f"({len(result.findings)} findings)")
+        if prom_textfile is not None:
+            promfile.write(prom_textfile, result, epoch)
+            progress.log(f"report daily: wrote {prom_textfile}")
+    return code or result.exit_code(fail_on)
 
 
 @contextmanager

@@ -151,3 +151,20 @@ def test_every_command_has_an_example(command):
 def test_collect_refuses_offline(tmp_path):
     r = _cli("collect", "--offline", db=tmp_path / "o.duckdb")
     assert r.returncode == 2 and "--offline" in r.stderr
+
+
+def test_config_is_read_by_its_option_whatever_the_entry_point(tmp_path):
+    """--config is the option's own doing (an eager callback), not a parse of sys.argv in
+    main(): the app honours it when called in process too."""
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+    from auditor.store import Store
+
+    with Store(tmp_path / "x.duckdb"):
+        pass
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text(f'db = "{tmp_path / "x.duckdb"}"\nformat = "json"\n')
+    r = CliRunner().invoke(app, ["--config", str(cfg), "sql", "SELECT 1 AS one"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["rows"] == [{"one": 1}]

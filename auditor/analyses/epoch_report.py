@@ -1,50 +1,35 @@
 """`auditor epoch N`: every analysis of the epoch, composed into one report.
 
-``ANALYSES`` lists them in report order; each is ``run(store, epoch, options) -> Result``
-(``frame.py``). Adding an analysis to the report is one line here. The report's JSON
-has ``epoch``, ``settled``, ``complete``, one key per analysis (its ``Result.key``), all
-findings ranked by severity, and ``coverage`` (the coverage analysis's per-source data).
+It runs the records of ``registry.ANALYSES`` in their order, all in one run
+(``context.Run``): what one analysis works out, the next takes from the run. The report's
+JSON has ``epoch``, ``settled``, ``complete``, one key per analysis (its ``Result.key``),
+all findings ranked by severity, and ``coverage`` (the coverage analysis's per-source data).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..result import Result, ranked
 from ..store import Store
-from . import coverage, epoch_facts, hedging, misstest, poc_overload, preserved, remints, targets
-from .context import Run
+from . import coverage, epoch_facts
+from .context import Run, run_for
 from .frame import Options, require_epoch
-
-Analysis = Callable[[Store, int, Options], Result]
-
-ANALYSES: list[Analysis] = [
-    epoch_facts.heights,
-    epoch_facts.models,
-    epoch_facts.cpoc_events,
-    preserved.run,
-    coverage.run,
-    misstest.run,
-    poc_overload.run,
-    targets.run,
-    hedging.run,
-    remints.run,
-]
-KEYS = [epoch_facts.HEIGHTS, epoch_facts.MODELS, epoch_facts.CPOC_EVENTS, preserved.KEY, coverage.KEY, misstest.KEY,
-        poc_overload.KEY, targets.KEY, hedging.KEY, remints.KEY]
+from .registry import ANALYSES
 
 
-def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None) -> Result:
-    """Every analysis of ``ANALYSES`` on epoch N; ``progress`` (``auditor.progress.Progress``)
-    shows them going by, as a bar on a terminal and log lines off one."""
+def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None,
+        ctx: Run | None = None) -> Result:
+    """Every analysis of ``registry.ANALYSES`` on epoch N, in one run; ``progress``
+    (``auditor.progress.Progress``) shows them going by, as a bar on a terminal and log lines
+    off one."""
     options = options or Options()
     settled, complete = require_epoch(store, epoch)
     analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
     # one run for the report: what several analyses need is worked out once, and the miss
     # test's findings carry poc_overload's CPoC window misses because both are in it
-    ctx = Run(store, epoch, analyses=KEYS)
-    parts = [analysis(store, epoch, options, ctx=ctx) for analysis in analyses]
+    shared = run_for(store, epoch, ctx) if ctx is not None else Run(store, epoch, analyses=[a.key for a in ANALYSES])
+    parts = [a.run(store, epoch, options, ctx=shared) for a in analyses]
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}
     for part in parts:

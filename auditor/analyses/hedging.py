@@ -664,3 +664,37 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                      [{**e, "time": utc_text(e["time"])} for e in unresp["examples"]],
                      notes=[f"{unresp['false_positives']} of {unresp['decisions']} decisions; {unresp['rule']}"])
     return [t_hosts, t_beaten, t_dec, t_tot, t_pred, t_cf, t_unresp, t_races]
+
+
+# -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
+def charts(result: Result) -> list:
+    """Wasted attempt-seconds per hour, one bar per decision reason."""
+    from ..result import Chart
+    from .frame import chart_time
+
+    rows = result.data["wasted_by_hour_and_decision"]
+    if not rows:
+        return []
+    hour = {r["hour"]: chart_time(r["hour"]).strftime("%m-%d %H:00") for r in rows}
+    decisions = list(dict.fromkeys(r["decision"] for r in rows))
+    series = [{"name": d, "points": [[hour[r["hour"]], r["wasted_seconds"]] for r in rows if r["decision"] == d]}
+              for d in decisions]
+    return [Chart("Wasted attempt-seconds per hour, by decision reason", "bar", "hour (UTC)", "attempt-seconds",
+                  series)]
+
+
+def metrics(result: Result):
+    for h in result.data["hosts"]:
+        if h["wasted_seconds"] is not None:
+            yield "auditor_wasted_attempt_seconds", (str(h["host"] or h["label"]),), h["wasted_seconds"]
+
+
+def call(epoch: int | None, since: datetime | None, until: datetime | None, participant: str | None):
+    """``auditor hedging``' flags as a :class:`frame.Call`: it needs a range, epoch N's span or
+    --since/--until (time_range's rule, checked before anything is collected)."""
+    from .frame import Call
+
+    options = Options(participant=participant, since=since, until=until)
+    if epoch is None and since is None and until is None:
+        raise UsageError(f"hedging: {time_range(None, None, options)[3]}")
+    return Call(epoch, options)

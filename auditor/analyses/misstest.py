@@ -18,7 +18,7 @@ paid all the same.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -423,3 +423,50 @@ def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[st
     if discrepancies:
         header.append(("discrepancies", str(discrepancies)))
     return header
+
+
+# -- what the registry reads of a result (analyses/registry.py): its facts, charts and metrics -----
+@dataclass(frozen=True)
+class Tested:
+    """One participant's miss test, as the chart and the textfile read it."""
+
+    participant: str
+    total: int
+    missed: int
+    critical_misses: int | None     # None: the rate rule or the exact test applied, no table bound
+    passed: bool
+
+
+@dataclass(frozen=True)
+class MissTestResult:
+    """The typed facts of a miss-test result: built from what ``run`` wrote (a renamed key
+    is a KeyError here, next to the code that wrote it, not an empty chart elsewhere)."""
+
+    participants: tuple[Tested, ...]
+
+    @classmethod
+    def of(cls, result: Result) -> "MissTestResult":
+        return cls(tuple(Tested(p["participant"], p["total"], p["missed"], p["critical_misses"], p["passed"])
+                         for p in result.data["participants"]))
+
+
+def charts(result: Result) -> list:
+    """Each participant's misses against the most the test allowed it (table path)."""
+    from ..result import Chart
+    from .frame import chart_label as _label
+
+    tested = [p for p in MissTestResult.of(result).participants if p.total and p.critical_misses is not None]
+    if not tested:
+        return []
+    return [Chart("Misses against the miss test's threshold", "bar", "participant (last 8 characters)",
+                  "requests",
+                  [{"name": "missed", "points": [[_label(p.participant), p.missed] for p in tested]},
+                   {"name": "most allowed", "points": [[_label(p.participant), p.critical_misses] for p in tested]}])]
+
+
+def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
+    for p in MissTestResult.of(result).participants:
+        yield "auditor_miss_test_passed", (p.participant,), 1 if p.passed else 0
+        yield "auditor_miss_test_missed_requests", (p.participant,), p.missed
+        if p.critical_misses is not None:
+            yield "auditor_miss_test_critical_misses", (p.participant,), p.critical_misses

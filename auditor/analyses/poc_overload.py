@@ -121,13 +121,6 @@ def _per_minute(n: int, seconds: float) -> float | None:
     return round(n * 60.0 / seconds, 2) if seconds > 0 else None
 
 
-def _options(options: Options | None) -> PocOverloadOptions:
-    if isinstance(options, PocOverloadOptions):
-        return options
-    return PocOverloadOptions(**({} if options is None else {"participant": options.participant,
-                                                             "since": options.since, "until": options.until}))
-
-
 @dataclass
 class _Inputs:
     """What every window of the report reads (the run's shared facts, and this analysis's own)."""
@@ -164,7 +157,7 @@ class _Event:
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
-    opt = _options(options)
+    opt = PocOverloadOptions.of(options)
     require_epoch(store, epoch)
     run_ = run_for(store, epoch, ctx)
     per_10000 = opt.per_10000 if opt.per_10000 is not None else DEFAULT_PER_10000
@@ -645,3 +638,33 @@ def _header(data: dict, span: Mapping[str, Any]) -> list[tuple[str, str]]:
             ("per 10,000 weight", f"{data['per_10000']:g} ({'given' if 'given' in data['per_10000_source'] else 'gateway default'})"),
             ("gateway logs", "none" if span["first_ts"] is None
              else f"{utc_text(span['first_ts'])} to {utc_text(span['last_ts'])}")]
+
+
+# -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
+def charts(result: Result) -> list:
+    """Per preserved host with gateway evidence: its in-flight load across the cPoC window
+    against the cap the proposed per-host limit would give it."""
+    from ..result import Chart
+    from .frame import chart_label, chart_time
+
+    out = []
+    for w in result.data["windows"]:
+        series = w.get("inflight_series")           # only windows with gateway evidence have one
+        if not series or not series["max_inflight"]:
+            continue
+        t0, step = chart_time(series["start"]), series["step_seconds"]
+        points = [[t0 + timedelta(seconds=i * step), v] for i, v in enumerate(series["max_inflight"])]
+        out.append(Chart(f"{w['episode']}: {chart_label(w['participant'])} ({w['model']}) in flight against its cap",
+                         "line", "time (UTC)", "requests in flight",
+                         [{"name": f"in flight (max per {step} s)", "points": points}],
+                         marks=[{"name": "cap", "y": w["cap"]}]))
+    return out
+
+
+def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
+    for w in result.data["windows"]:
+        labels = (str(w["participant"]), str(w["model"]), str(w["episode"]))
+        if w.get("peak_inflight") is not None:      # unknown without gateway evidence: no sample
+            yield "auditor_poc_overload_peak_inflight", labels, w["peak_inflight"]
+        if w["cap"] is not None:
+            yield "auditor_poc_overload_cap", labels, w["cap"]

@@ -643,8 +643,7 @@ def _unavailable(store: Store, epoch: int) -> str | None:
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
-    opts = options if isinstance(options, RemintOptions) else RemintOptions(
-        **({k: getattr(options, k) for k in ("participant", "since", "until")} if options else {}))
+    opts = RemintOptions.of(options)
     why = _unavailable(store, epoch)
     if why:
         res = Result.missing_input(KEY, TITLE, why, ["gateway_log", "chain_escrows", "accounting"])
@@ -802,3 +801,29 @@ def _tables(deacts, mints, peaks, costs, notes) -> list[Table]:
     c_rows = [{"item": k, "value": v} for k, v in costs.items() if k != "failed_request_ids"]
     t4 = Table("Cost of the spurious remints", ["item", "value"], c_rows)
     return [t1, t2, t3, t4]
+
+
+# -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
+def charts(result: Result) -> list:
+    """Mints per model over time (cumulative), with every deactivation marked by its class."""
+    from ..result import Chart
+    from .frame import chart_time
+
+    series = []
+    for m in result.data["mints"]:
+        times = sorted(chart_time(e["at"]) for e in m["events"] if e["at"])
+        if times:
+            series.append({"name": m["model"].split("/")[-1], "points": [[t, i] for i, t in enumerate(times, 1)]})
+    if not series:
+        return []
+    events = [{"x": chart_time(d["at"]), "label": f"escrow {d['escrow']}: {d['classification']}",
+               "class": d["classification"]} for d in result.data["deactivations"] if d["at"]]
+    return [Chart("Mints per model, with deactivations (red spurious, green legitimate, grey unknown)", "line",
+                  "time (UTC)", "mints so far", series, events=events)]
+
+
+def metrics(result: Result):
+    from collections import Counter
+
+    for cls, n in Counter(d["classification"] for d in result.data["deactivations"]).items():
+        yield "auditor_remint_deactivations", (str(cls),), n

@@ -165,9 +165,7 @@ def _plan(chosen: Sequence[tuple[str, str, int]], per_10000: float, target: int)
 
 # -- the analysis -------------------------------------------------------------------------------
 def _opts(options: Options | None) -> TargetsOptions:
-    if isinstance(options, TargetsOptions):
-        return options
-    return TargetsOptions() if options is None else TargetsOptions(participant=options.participant)
+    return TargetsOptions.of(options)
 
 
 def _epoch_demand(run_: Run, opt: TargetsOptions) -> dict:
@@ -477,3 +475,45 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
                   narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"]),
             Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
                   [gov["note"]])]
+
+
+# -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
+def charts(result: Result) -> list:
+    """Per model: the weight preserved in each episode against the chain's target and the
+    suggested one."""
+    from ..result import Chart
+
+    models = result.data["preserved_targets"]
+    if not models:
+        return []
+    name = {m["model_id"]: m["model_id"].split("/")[-1] for m in models}
+    episodes = list(dict.fromkeys(e["episode"] for m in models for e in m["episodes"]))
+    series = [{"name": f"preserved {ep}", "points": [[name[m["model_id"]], e["preserved_weight"]]
+                                                    for m in models for e in m["episodes"] if e["episode"] == ep]}
+              for ep in episodes]
+    series.append({"name": "chain target", "points": [[name[m["model_id"]], m["allocation_target"]] for m in models]})
+    series.append({"name": "suggested target", "points": [[name[m["model_id"]], m["suggested_target"]]
+                                                          for m in models]})
+    return [Chart("Preserved weight against the targets", "bar", "model", "weight", series)]
+
+
+def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
+    for t in result.data["preserved_targets"]:
+        if t["gap"] is not None:
+            yield "auditor_preserved_target_gap_weight", (str(t["model_id"]),), t["gap"]
+
+
+def call(n: int | None, epochs: str | None, statistic: str, headroom: float, per_10000: float | None):
+    """``auditor targets``' flags as a :class:`frame.Call`: an epoch N, or ``--epochs A..B``
+    (demand pooled over the range, run_range), never both."""
+    from .frame import Call
+
+    options = TargetsOptions(statistic=statistic, headroom=headroom, per_10000=per_10000)
+    parse_statistic(statistic)
+    if (n is None) == (epochs is None):
+        raise UsageError("give either an epoch N or --epochs A..B")
+    if n is not None:
+        return Call(n, options)
+    first, last = parse_epoch_range(epochs)
+    return Call(last, options, collect=tuple(range(first, last + 1)),
+                run=lambda store, _epoch, opts: run_range(store, first, last, opts))

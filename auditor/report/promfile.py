@@ -2,18 +2,10 @@
 collector. Written with the Prometheus client library's exposition code, atomically
 (``write_to_textfile`` writes a temp file beside the target, then renames it).
 
-Metrics (gauges; every one carries the ``epoch`` label of the report):
-
-- ``auditor_report_complete``: 1 when every source the report needed was complete, else 0
-- ``auditor_report_timestamp_seconds``: when the report was made
-- ``auditor_findings{code,severity}``: how many findings of each code and severity
-- ``auditor_findings_by_severity{severity}``: the same by severity, 0 included, to alert on
-- ``auditor_miss_test_passed{participant}``: 1 passed, 0 failed (the recomputed test)
-- ``auditor_miss_test_missed_requests{participant}``, ``auditor_miss_test_critical_misses{participant}``
-- ``auditor_poc_overload_peak_inflight{participant,model,episode}``, ``auditor_poc_overload_cap{...}``
-- ``auditor_preserved_target_gap_weight{model}``: suggested target minus the chain's target
-- ``auditor_wasted_attempt_seconds{host}``: attempt-seconds of suppressed losers (hedging)
-- ``auditor_remint_deactivations{classification}``: escrow deactivations by classification
+Metrics (gauges; every one carries the ``epoch`` label of the report): the report's own,
+``REPORT_METRICS`` below, then the ones each analysis declares in its registry record
+(``analyses/registry.py``), whose samples its module's ``metrics(result)`` yields. The
+README's table of them is generated from the same records.
 """
 
 from __future__ import annotations
@@ -23,21 +15,29 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..analyses import registry as analyses
+from ..analyses.registry import Metric
 from ..errors import UsageError
 from ..result import SEVERITIES, Result
 
-METRICS = ("auditor_report_complete", "auditor_report_timestamp_seconds", "auditor_findings",
-           "auditor_findings_by_severity", "auditor_miss_test_passed", "auditor_miss_test_missed_requests",
-           "auditor_miss_test_critical_misses", "auditor_poc_overload_peak_inflight", "auditor_poc_overload_cap",
-           "auditor_preserved_target_gap_weight", "auditor_wasted_attempt_seconds",
-           "auditor_remint_deactivations")
+REPORT_METRICS = (
+    Metric("auditor_report_complete", (), "1 when the report's data was complete, else 0",
+           "1 when the report's data was complete"),
+    Metric("auditor_report_timestamp_seconds", (), "When the report was made (Unix time)", "when it was made"),
+    Metric("auditor_findings", ("code", "severity"), "Findings by code and severity",
+           "findings of each code and severity"),
+    Metric("auditor_findings_by_severity", ("severity",), "Findings by severity",
+           "the same by severity, 0 included (alert on it)"),
+)
+
+METRICS = tuple(m.name for m in (*REPORT_METRICS, *(m for a in analyses.ANALYSES for m in a.metrics)))
 
 
-def _part(result: Result, key: str) -> dict[str, Any]:
+def _part(result: Result, key: str) -> Result | None:
     for p in result.parts or [result]:
         if p.key == key and isinstance(p.data, dict) and not p.unavailable:
-            return p.data
-    return {}
+            return p
+    return None
 
 
 def registry(result: Result, epoch: int, now: float | None = None):
@@ -49,53 +49,24 @@ def registry(result: Result, epoch: int, now: float | None = None):
     def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
         return Gauge(name, doc, ("epoch", *labels), registry=reg)
 
-    gauge("auditor_report_complete", "1 when the report's data was complete, else 0").labels(e).set(
-        1 if result.complete else 0)
-    gauge("auditor_report_timestamp_seconds", "When the report was made (Unix time)").labels(e).set(
-        time.time() if now is None else now)
-    findings = gauge("auditor_findings", "Findings by code and severity", ("code", "severity"))
+    g = {m.name: gauge(m.name, m.help, m.labels) for m in analyses.metrics()}
+    g["auditor_report_complete"].labels(e).set(1 if result.complete else 0)
+    g["auditor_report_timestamp_seconds"].labels(e).set(time.time() if now is None else now)
     for (code, sev), n in Counter((f.code, f.severity) for f in result.findings).items():
-        findings.labels(e, code, sev).set(n)
-    by_sev = gauge("auditor_findings_by_severity", "Findings by severity", ("severity",))
+        g["auditor_findings"].labels(e, code, sev).set(n)
     counts = Counter(f.severity for f in result.findings)
     for sev in SEVERITIES:
-        by_sev.labels(e, sev).set(counts[sev])
+        g["auditor_findings_by_severity"].labels(e, sev).set(counts[sev])
 
-    mt = _part(result, "miss_test")
-    passed = gauge("auditor_miss_test_passed", "1 when the recomputed miss test passed", ("participant",))
-    missed = gauge("auditor_miss_test_missed_requests", "Missed requests in the epoch", ("participant",))
-    crit = gauge("auditor_miss_test_critical_misses", "The most misses the test allowed", ("participant",))
-    for p in mt.get("participants", []):
-        passed.labels(e, p["participant"]).set(1 if p["passed"] else 0)
-        missed.labels(e, p["participant"]).set(p["missed"])
-        if p.get("critical_misses") is not None:
-            crit.labels(e, p["participant"]).set(p["critical_misses"])
-
-    po = _part(result, "poc_overload")
-    peak = gauge("auditor_poc_overload_peak_inflight", "Peak in-flight requests of a preserved host in a cPoC window",
-                 ("participant", "model", "episode"))
-    cap = gauge("auditor_poc_overload_cap", "The proposed per-host cap of a preserved host",
-                ("participant", "model", "episode"))
-    for w in po.get("windows", []):
-        labels = (e, str(w.get("participant")), str(w.get("model")), str(w.get("episode")))
-        if w.get("peak_inflight") is not None:
-            peak.labels(*labels).set(w["peak_inflight"])
-        if w.get("cap") is not None:
-            cap.labels(*labels).set(w["cap"])
-
-    gap = gauge("auditor_preserved_target_gap_weight", "Suggested preserved target minus the chain's", ("model",))
-    for t in _part(result, "preserved_targets").get("preserved_targets", []):
-        if t.get("gap") is not None:
-            gap.labels(e, str(t["model_id"])).set(t["gap"])
-
-    wasted = gauge("auditor_wasted_attempt_seconds", "Attempt-seconds of suppressed losers", ("host",))
-    for h in _part(result, "hedging").get("hosts", []):
-        if h.get("wasted_seconds") is not None:
-            wasted.labels(e, str(h.get("host") or h.get("label"))).set(h["wasted_seconds"])
-
-    deact = gauge("auditor_remint_deactivations", "Escrow deactivations by classification", ("classification",))
-    for cls, n in Counter(d.get("classification") for d in _part(result, "remints").get("deactivations", [])).items():
-        deact.labels(e, str(cls)).set(n)
+    for a in analyses.ANALYSES:
+        part = _part(result, a.key)
+        if part is None:
+            continue
+        declared = {m.name for m in a.metrics}
+        for name, labels, value in a.samples(part):
+            if name not in declared:
+                raise KeyError(f"analysis {a.key} yields metric {name}, which its registry record does not declare")
+            g[name].labels(e, *labels).set(value)
     return reg
 
 

@@ -1,0 +1,365 @@
+"""Every analysis, one record each, in report order: what ``auditor epoch N`` runs, which
+commands the CLI has, which charts the html report draws, which metrics the textfile
+exports, which finding codes exist, and the README's tables of all of these.
+
+A record says what an analysis IS (its key, title, command, options, sources, the
+analyses it reads, its finding codes and metric families); its module says what it
+DOES: ``run(store, epoch, options[, ctx]) -> Result``, and at its end ``charts(result)``
+and ``metrics(result)``, functions of its result next to the code that makes the data.
+The module is imported only when the analysis runs, so ``auditor --help`` stays fast:
+this file imports nothing of the package.
+
+Adding an analysis is its module, its SQL files and one line in ``ANALYSES`` (README,
+"Adding an analysis"). ``python -m auditor.analyses.registry --readme`` rewrites the
+README's generated tables (between ``<!-- registry:... -->`` markers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BASE_SUBJECT_KINDS = ("participant", "escrow", "model", "host_pair")
+
+
+@dataclass(frozen=True)
+class Code:
+    """A finding code: its severities (most usual first), the kind of its subject, what it means."""
+
+    code: str
+    severity: tuple[str, ...]
+    subject: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric family of the Prometheus textfile (a gauge; ``epoch`` is always its first
+    label). ``help`` is its HELP line, ``meaning`` the README's words."""
+
+    name: str
+    labels: tuple[str, ...]
+    help: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """An analysis's own CLI command: its name, the usage the README shows, and its --help
+    text (ending with an ``Example:`` block). Its flags: ``cli.FLAGS[key]`` (default: epoch N
+    and --participant)."""
+
+    name: str
+    usage: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis: see the module docstring."""
+
+    key: str                                 # its key in `auditor epoch N --format json`
+    title: str
+    module: str                              # dotted path; imported when it runs
+    summary: str = ""                        # one line: what it answers (the README's command table)
+    command: Command | None = None           # None: a part of the epoch report only
+    options: str | None = None               # the module's Options subclass (None: frame.Options)
+    sources: tuple[str, ...] = ("chain",)    # what it reads: chain, accounting, gateway_log, metrics
+    depends: tuple[str, ...] = ()            # keys of the analyses whose facts it reads (run before it)
+    codes: tuple[Code, ...] = ()
+    metrics: tuple[Metric, ...] = ()         # samples: the module's metrics(result)
+    charts: bool = False                     # the module's charts(result) draws the html pictures
+    function: str = "run"
+
+    def load(self) -> Any:
+        return importlib.import_module(self.module)
+
+    def run(self, store: Any, epoch: int | None, options: Any = None, ctx: Any = None) -> Any:
+        """Run it, as one part of the run ``ctx``: the analysis gets ``ctx`` when its ``run``
+        takes one, and its own options built from ``options`` (what the epoch report shares)."""
+        fn = getattr(self.load(), self.function)
+        options = self.options_from(options)
+        if ctx is not None and "ctx" in inspect.signature(fn).parameters:
+            return fn(store, epoch, options, ctx=ctx)
+        return fn(store, epoch, options)
+
+    def options_class(self) -> type:
+        if self.options is None:
+            from .frame import Options
+            return Options
+        return getattr(self.load(), self.options)
+
+    def options_from(self, options: Any) -> Any:
+        """``options`` as this analysis's own options (``Options.of``): the shared fields
+        (participant, since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
+        return self.options_class().of(options)
+
+    def charts_of(self, result: Any) -> list:
+        return self.load().charts(result) if self.charts else []
+
+    def samples(self, result: Any) -> Iterable[tuple[str, tuple[str, ...], float]]:
+        """``(metric, label values without epoch, value)`` of this analysis's metrics."""
+        return self.load().metrics(result) if self.metrics else ()
+
+
+# -- the records, in report order -----------------------------------------------------------------
+ANALYSES: list[Analysis] = [
+    Analysis("heights", "Heights", "auditor.analyses.epoch_facts", function="heights"),
+    Analysis("models", "Models", "auditor.analyses.epoch_facts", function="models"),
+    Analysis("cpoc_events", "Confirmation PoC events", "auditor.analyses.epoch_facts", function="cpoc_events"),
+    Analysis("preserved_nodes", "Preserved nodes", "auditor.analyses.preserved"),
+    Analysis("coverage", "Coverage", "auditor.analyses.coverage",
+             sources=("chain", "accounting", "gateway_log", "metrics")),
+    Analysis(
+        "miss_test", "Miss test", "auditor.analyses.misstest",
+        summary="the chain's miss test for every participant of epoch N",
+        command=Command("misstest", "`auditor misstest N [source flags] [output flags] [--participant ADDR]`", """\
+Reproduce the chain's binomial miss test for every participant of epoch N.
+
+\b
+Example:
+  auditor misstest 433 --node http://node1.gonka.ai:8000
+  auditor misstest 433 --offline --format csv --output misstest-433.csv
+  auditor misstest 433 --offline --participant gonka1... --fail-on error"""),
+        codes=(Code("reward_zeroed_miss_test", ("error",), "participant",
+                    "the miss test zeroed the epoch reward; in the epoch report with the misses the evidence "
+                    "places in cPoC windows"),
+               Code("miss_test_discrepancy", ("warn",), "participant",
+                    "the recomputed test fails but the chain paid")),
+        metrics=(Metric("auditor_miss_test_passed", ("participant",), "1 when the recomputed miss test passed",
+                        "1 passed, 0 failed"),
+                 Metric("auditor_miss_test_missed_requests", ("participant",), "Missed requests in the epoch",
+                        "missed requests in the epoch"),
+                 Metric("auditor_miss_test_critical_misses", ("participant",), "The most misses the test allowed",
+                        "the most misses the test allowed")),
+        charts=True),
+    Analysis(
+        "poc_overload", "Preserved hosts under confirmation PoC", "auditor.analyses.poc_overload",
+        summary="preserved hosts of each cPoC: weight, cap, load, misses, the miss test, the capped counterfactual",
+        command=Command("poc-overload", "`auditor poc-overload N [...] [--per-10000 X]`", """\
+Preserved hosts under each confirmation PoC of epoch N: weight and cap, load, misses,
+the miss test, and the window replayed with the proposed per-host cap.
+
+\b
+Example:
+  auditor poc-overload 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+  auditor poc-overload 433 --offline --participant gonka1... --format json
+  auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
+        options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
+        depends=("miss_test",),
+        codes=(Code("poc_overload", ("warn", "error"), "participant",
+                    "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
+                    "error when they flip its miss test"),),
+        metrics=(Metric("auditor_poc_overload_peak_inflight", ("participant", "model", "episode"),
+                        "Peak in-flight requests of a preserved host in a cPoC window",
+                        "a preserved host's peak in flight in a cPoC window"),
+                 Metric("auditor_poc_overload_cap", ("participant", "model", "episode"),
+                        "The proposed per-host cap of a preserved host", "its proposed per-host cap")),
+        charts=True),
+    Analysis(
+        "preserved_targets", "Preserved-weight targets from PoC demand", "auditor.analyses.targets",
+        summary="per-model demand in PoC windows, D_m, the suggested target, fill plans, the covering "
+                "`poc_slot_allocation`",
+        command=Command("targets", "`auditor targets N` / `auditor targets --epochs A..B [--statistic max\\|pNN] "
+                                   "[--headroom 1.25]`", """\
+Per-model preserved-weight targets from the demand measured in PoC windows: D_m, the
+suggested max(target, D_m), a largest-first fill plan and the chain's smallest-first choice.
+
+\b
+Example:
+  auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+  auditor targets --epochs 420..433 --offline --format md
+  auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json"""),
+        options="TargetsOptions", sources=("chain", "gateway_log"), depends=("poc_overload",),
+        codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
+                    "an episode preserved less weight than the model's demand; warn when its hosts then took "
+                    "misses"),),
+        metrics=(Metric("auditor_preserved_target_gap_weight", ("model",),
+                        "Suggested preserved target minus the chain's", "suggested preserved target minus the chain's"),),
+        charts=True),
+    Analysis(
+        "hedging", "Hedging waste", "auditor.analyses.hedging",
+        summary="races, suppressed losers, wasted work, predictability, remedies' savings, "
+                "`primary_unresponsive` false positives",
+        command=Command("hedging", "`auditor hedging N` / `auditor hedging --since T --until T`", """\
+Hedging waste: races, primaries beaten by speed-up hedges, suppressed losers that ran
+to completion, predictability, primary_unresponsive false positives and what the
+remedies would have saved, over epoch N's span or --since/--until.
+
+\b
+Example:
+  auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
+  auditor hedging 433 --offline --format json --fail-on warn
+  auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md"""),
+        sources=("gateway_log", "chain"),
+        codes=(Code("suppressed_loser_waste", ("warn",), "participant",
+                    "a host loses most of its primary races to a hedge, and most of those losses run to "
+                    "completion as suppressed losers"),
+               Code("hedge_predictable_loss", ("warn",), "participant",
+                    "most of a host's losses as primary were predictable before dispatch from the gateway's "
+                    "own perf window"),
+               Code("primary_unresponsive_false_positive", ("warn",), "participant",
+                    "`primary_unresponsive` fired on a host whose primary then finished normally (#2103)")),
+        metrics=(Metric("auditor_wasted_attempt_seconds", ("host",), "Attempt-seconds of suppressed losers",
+                        "attempt-seconds of suppressed losers"),),
+        charts=True),
+    Analysis(
+        "remints", "Escrow remints", "auditor.analyses.remints",
+        summary="every escrow deactivation classified spurious / legitimate / unknown, mints per model, "
+                "peaks, costs",
+        command=Command("remints", "`auditor remints N [--threshold X]`", """\
+Escrow remints: every deactivation of epoch N classified spurious (one request too large
+for a healthy escrow retired it), legitimate (low balance, high nonce, epoch rotation) or
+unknown (with what is missing), the replacement mints per model, unexplained mint peaks,
+and what the spurious ones cost.
+
+\b
+Example:
+  auditor remints 396 --node http://node1.gonka.ai:8000 --gateway-log '/var/log/gateway/*.log*'
+  auditor remints 396 --offline --format json --fail-on warn
+  auditor remints 396 --offline --threshold 2000000 --rotation-target 4 --format md"""),
+        options="RemintOptions", sources=("chain", "accounting", "gateway_log"),
+        codes=(Code("spurious_remint", ("warn",), "escrow",
+                    "a healthy escrow retired and replaced because one request's reservation exceeded its "
+                    "balance"),
+               Code("mint_peak", ("warn",), "model",
+                    "more regular mints than rotation explains within the peak window")),
+        metrics=(Metric("auditor_remint_deactivations", ("classification",), "Escrow deactivations by classification",
+                        "escrow deactivations by class"),),
+        charts=True),
+    # a new analysis: one record here, above this line (README, "Adding an analysis")
+]
+
+# `auditor epoch N`: not an analysis but the report over all of them (epoch_report.run)
+EPOCH = Analysis(
+    "epoch", "Epoch report", "auditor.analyses.epoch_report",
+    summary="collect what is missing for epoch N, then run every analysis: all findings ranked by severity, "
+            "then one section per analysis",
+    command=Command("epoch", "`auditor epoch N [source flags] [output flags] [--participant ADDR]`", """\
+Collect what is missing for epoch N, then print its report: every analysis, and
+all their findings ranked by severity.
+
+\b
+Example:
+  auditor epoch 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+  auditor epoch 433 --offline --participant gonka1... --format md --output epoch-433.md
+  auditor epoch 433 --offline --format json --fail-on error"""),
+    sources=("chain", "accounting", "gateway_log", "metrics"))
+
+
+def by_key(key: str) -> Analysis:
+    for a in ANALYSES:
+        if a.key == key:
+            return a
+    raise KeyError(f"no analysis {key!r} in the registry")
+
+
+def commands() -> list[Analysis]:
+    """The records with a command of their own, ``epoch`` first, in report order."""
+    return [EPOCH, *(a for a in ANALYSES if a.command is not None)]
+
+
+def codes() -> dict[str, Code]:
+    return {c.code: c for a in ANALYSES for c in a.codes}
+
+
+def subject_kinds() -> tuple[str, ...]:
+    """The kinds a finding's subject may have: the base ones and any an analysis declares."""
+    return tuple(dict.fromkeys([*BASE_SUBJECT_KINDS, *(c.subject for a in ANALYSES for c in a.codes)]))
+
+
+def metrics() -> list[Metric]:
+    """Every metric family of the textfile: the report's own, then each analysis's."""
+    from ..report.promfile import REPORT_METRICS
+
+    return [*REPORT_METRICS, *(m for a in ANALYSES for m in a.metrics)]
+
+
+# -- the README's tables ------------------------------------------------------------------------
+MARKER = re.compile(r"(<!-- registry:(?P<name>[a-z_ ]+) -->\n)(?P<body>.*?)(<!-- /registry -->)", re.S)
+
+
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+# The CLI's commands that are not analyses (their flags are in cli.py), for the README's table:
+# before the analyses and after them.
+COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`",
+                    "collect any combination of sources into the store")]
+COMMANDS_AFTER = [
+    ("report daily", "`auditor report daily --out DIR [--date D] [--fail-on L] [--prom-textfile PATH]`",
+     "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
+    ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE]`", "query the store"),
+    ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
+]
+
+
+def commands_table() -> list[str]:
+    rows = [(u, s) for _, u, s in COMMANDS_BEFORE] + [(a.command.usage, a.summary) for a in commands()]
+    return ["| command | what it does |", "|---|---|",
+            *(_row(*r) for r in rows + [(u, s) for _, u, s in COMMANDS_AFTER])]
+
+
+def codes_table(keys: Iterable[str] | None = None, *, exclude: Iterable[str] = ()) -> list[str]:
+    chosen = [a for a in ANALYSES if (keys is None or a.key in keys) and a.key not in set(exclude)]
+    return ["| code | severity | subject | meaning |", "|---|---|---|---|",
+            *(_row(f"`{c.code}`", " / ".join(c.severity), c.subject, c.meaning) for a in chosen for c in a.codes)]
+
+
+def metrics_table() -> list[str]:
+    return ["| metric | labels | value |", "|---|---|---|",
+            *(_row(f"`{m.name}`", f"`{', '.join(('epoch', *m.labels))}`", m.meaning) for m in metrics())]
+
+
+def generate(readme: str) -> str:
+    """``readme`` with every ``<!-- registry:NAME -->`` block rewritten from the registry.
+    NAME: ``commands`` (the analysis rows of the command table), ``codes`` (every code not
+    listed in a ``codes KEY`` block), ``codes KEY`` (one analysis's codes), ``metrics``."""
+    names = [m.group("name").split() for m in MARKER.finditer(readme)]
+    own = [n[1] for n in names if n[0] == "codes" and len(n) == 2]
+
+    def block(m: re.Match) -> str:
+        name = m.group("name").split()
+        if name == ["commands"]:
+            lines = commands_table()
+        elif name == ["codes"]:
+            lines = codes_table(exclude=own)
+        elif name[0] == "codes" and len(name) == 2:
+            by_key(name[1])
+            lines = codes_table([name[1]])
+        elif name == ["metrics"]:
+            lines = metrics_table()
+        else:
+            raise KeyError(f"unknown registry block {m.group('name')!r}")
+        return m.group(1) + "".join(line + "\n" for line in lines) + m.group(4)
+
+    return MARKER.sub(block, readme)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--readme [PATH]``: rewrite PATH's generated tables (default: the README beside the
+    package); ``--check``: exit 1 when they differ from the registry."""
+    args = sys.argv[1:] if argv is None else argv
+    path = Path(next((a for a in args if not a.startswith("--")), Path(__file__).parents[2] / "README.md"))
+    text = path.read_text(encoding="utf-8")
+    new = generate(text)
+    if "--check" in args:
+        if new != text:
+            print(f"{path}: the generated tables differ from the registry; run "
+                  "python -m auditor.analyses.registry --readme", file=sys.stderr)
+            return 1
+        return 0
+    if "--readme" in args and new != text:
+        path.write_text(new, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
