@@ -511,10 +511,12 @@ def _click_exceptions():
 
 
 def _fail(message: str, code: int) -> None:
-    """One line on stderr, credentials masked, and exit ``code``."""
+    """One line on stderr, credentials masked, control characters shown escaped (a message may
+    quote outside text: a table name, a path, a server's words), and exit ``code``."""
     from .redact import redact_text
+    from .report.text import plain
 
-    print(f"auditor: {redact_text(message)}", file=sys.stderr)
+    print(f"auditor: {plain(redact_text(message))}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -304,3 +304,15 @@ def test_a_progress_bar_shows_its_description_as_text():
     p.log("wrote [bold]x\x1b]0;T\x07")
     assert "reading /logs/gw[/]\\x1b[2J.log" in out.getvalue() and "wrote [bold]x\\x1b]0;T\\x07" in out.getvalue()
     assert "\x1b[2J" not in out.getvalue() and "\x1b]0;" not in out.getvalue()
+
+
+def test_an_error_line_shows_outside_text_escaped(tmp_path):
+    """The one error line quotes what the user or a server gave (here a table name with a
+    terminal escape and a CR): it stays one line and no control character reaches stderr."""
+    from auditor.store import Store
+
+    Store(tmp_path / "a.duckdb").close()
+    r = run_cli("sql", 'SELECT * FROM "x\x1b[2J\ry"', db=tmp_path / "a.duckdb")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and not CONTROL.search(r.stderr.rstrip("\n")), repr(r.stderr)
+    assert "x\\x1b[2J" in r.stderr
