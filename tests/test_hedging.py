@@ -206,7 +206,7 @@ def test_hours_are_utc_whatever_the_machines_zone(incident):
     db, plain = incident
     rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db, env={"TZ": "Asia/Kolkata"})
     assert [h["hour"] for h in rep["per_hour"]] == [h["hour"] for h in plain["per_hour"]]
-    assert all(h["hour"].endswith(":00:00+00:00") for h in rep["per_hour"])
+    assert all(h["hour"].endswith(":00:00.000000Z") for h in rep["per_hour"])
 
 
 @pytest.mark.parametrize("fmt", ["plain", *sorted(FORMATS)])

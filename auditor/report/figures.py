@@ -27,8 +27,8 @@ def miss_test(data: dict[str, Any]) -> list[Chart]:
                                                       for p in tested]}])]
 
 
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+def _time(t: datetime | str) -> datetime:
+    return t if isinstance(t, datetime) else datetime.fromisoformat(t.replace("Z", "+00:00"))
 
 
 def poc_overload(data: dict[str, Any]) -> list[Chart]:
