@@ -226,3 +226,8 @@ def test_the_demo_epoch_json_has_one_time_format(db):
     assert len(times) > 50 and any(ANY_TIME.search(t) for t in texts)
     # the chain's block time, sent with nanoseconds (…T17:04:11.482913928Z), to the microsecond
     assert report["heights"][0]["time"] == "2026-09-22T17:04:11.482913Z"
+    # the text formats write times with the same formatter
+    for fmt in ("md", "html"):
+        out = run_cli("epoch", "403", "--offline", "--format", fmt, db=db).stdout
+        found = ANY_TIME.findall(out)
+        assert found and all(TIME_PATTERN.fullmatch(t) for t in found), fmt
