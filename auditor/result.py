@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_OK, EXIT_SOURCE
-
-
-def utc_text(t: datetime | None) -> str:
-    """A time as people paste it: ``2026-09-23 00:03:36.172913Z`` (UTC), or '?' when unknown."""
-    if t is None:
-        return "?"
-    if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc)
-    return t.isoformat(sep=" ").replace("+00:00", "") + "Z"
+from .times import utc, utc_text  # noqa: F401  (re-exported: analyses and renderers import them from here)
 
 
 @dataclass
@@ -142,7 +133,8 @@ class Result:
     """What every analysis returns, and every renderer presents.
 
     - ``key``: its key in the JSON of ``auditor epoch N`` (``miss_test``); ``title`` its heading.
-    - ``data``: the JSON-ready facts (the analysis's own keys).
+    - ``data``: the facts (the analysis's own keys), times as datetimes: the renderers write
+      them (``times.utc_text``).
     - ``tables``: the same facts laid out for table, markdown and csv (csv writes the first).
     - ``findings``: what it flags.
     - ``coverage``: the sources it relied on and what it needed and did not have

@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 from .errors import StoreError, UsageError
+from .times import utc as _utc
 
 
 def queries_dir() -> Path:
@@ -323,13 +324,6 @@ def _arrow_type(pa, name: str):
 
 
 SMALL_INSERT = 64
-
-
-def _utc(v: Any) -> Any:
-    """A datetime as an aware UTC datetime (naive ones are UTC); anything else as it is."""
-    if isinstance(v, datetime):
-        return v.astimezone(timezone.utc) if v.tzinfo else v.replace(tzinfo=timezone.utc)
-    return v
 
 
 def _literal(v: str | bool) -> str:

@@ -4,7 +4,7 @@
 -- through log_host_labels), and how the gateway classified its nonce (the last
 -- nonce_disposition of the same escrow and nonce: disposition, dispatch phase, timeout
 -- outcome). A miss is an unfinished_* disposition whose timeout was applied.
--- Reads: log_attempts, log_nonce_dispositions, log_host_labels.
+-- Reads: attempts, log_nonce_dispositions, log_host_labels.
 WITH d AS (
     SELECT escrow, nonce,
            last(disposition ORDER BY file_id, line_no)       AS disposition,
@@ -14,7 +14,7 @@ WITH d AS (
     FROM log_nonce_dispositions WHERE escrow IS NOT NULL GROUP BY escrow, nonce
 ), a AS (
     SELECT a.*, a.ts - to_milliseconds(coalesce(a.attempt_ms, 0)) AS start_ts
-    FROM log_attempts a
+    FROM attempts a
     WHERE NOT a.probe AND a.ts IS NOT NULL
 )
 SELECT a.file_id, a.line_no, a.request, a.escrow, a.nonce,

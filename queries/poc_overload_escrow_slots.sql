@@ -4,7 +4,7 @@
 -- (acct_slots), else the gateway logs (slot = nonce mod group size, the group size from
 -- decision_made, the host from race_completed / nonce_disposition participant=).
 -- epoch_index / model_id come from the chain record when there is one.
--- Reads: chain_escrows, acct_slots, log_events, log_attempts, log_nonce_dispositions.
+-- Reads: chain_escrows, acct_slots, log_events, attempts, log_nonce_dispositions.
 WITH chain AS (
     SELECT CAST(e.escrow_id AS BIGINT) AS escrow, CAST(u.i - 1 AS BIGINT) AS slot_id, u.host AS participant,
            len(e.slots) AS group_size, 'chain' AS source,
@@ -23,7 +23,7 @@ WITH chain AS (
     FROM log_events WHERE kind = 'stage' AND name = 'decision_made' AND escrow IS NOT NULL
     GROUP BY escrow
 ), seen AS (
-    SELECT escrow, nonce, participant, model FROM log_attempts
+    SELECT escrow, nonce, participant, model FROM attempts
     WHERE escrow IS NOT NULL AND nonce IS NOT NULL AND length(participant) > 8
     UNION ALL
     SELECT escrow, nonce, participant, model FROM log_nonce_dispositions

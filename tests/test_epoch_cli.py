@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -187,3 +188,46 @@ def test_a_window_without_block_times_is_reported_not_guessed(db, tmp_path):
     cov = json.loads(r.stdout)["coverage"]["gateway_log"]
     assert [w["window"] for w in cov["windows"]] == ["epoch"]
     assert "cpoc:0: window times unknown (block times not collected)" in cov["missing"]
+
+
+# a date and a time of day, in any of the forms the report used to mix: 'T' or ' ', seconds
+# with any fraction, 'Z' or an offset (or neither)
+ANY_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
+
+
+def test_the_demo_epoch_json_has_one_time_format(db):
+    """Every time in the demo epoch report, whether a value of its own or inside a sentence
+    (a note, a finding's summary), is written one way: UTC, microseconds, 'Z'
+    (auditor/times.py). The report used to mix the chain's nanosecond text, '… 00:03:36Z'
+    and '+00:00'."""
+    from auditor.times import TIME_PATTERN
+
+    r = run_cli("collect", "--epoch", "403", "--replay", str(REC), "--replay", str(FIXTURES / "accounting" / "v5"),
+                "--gateway-log", str(DEMO_LOG), db=db)
+    assert r.returncode == 0, r.stderr
+    report = run_json("epoch", "403", "--offline", "--format", "json", db=db)
+    times, texts = [], []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str):
+            found = ANY_TIME.findall(v)
+            (times if len(found) == 1 and ANY_TIME.fullmatch(v) else texts).append(v)
+            assert all(TIME_PATTERN.fullmatch(t) for t in found), v
+
+    walk(report)
+    # the report's own times (heights, cPoC windows, log spans, races, mints) and the sentences
+    assert len(times) > 50 and any(ANY_TIME.search(t) for t in texts)
+    # the chain's block time, sent with nanoseconds (…T17:04:11.482913928Z), to the microsecond
+    assert report["heights"][0]["time"] == "2026-09-22T17:04:11.482913Z"
+    # the text formats write times with the same formatter
+    for fmt in ("md", "html"):
+        out = run_cli("epoch", "403", "--offline", "--format", fmt, db=db).stdout
+        found = ANY_TIME.findall(out)
+        assert found and all(TIME_PATTERN.fullmatch(t) for t in found), fmt

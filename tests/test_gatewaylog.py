@@ -232,8 +232,8 @@ def test_views(s12_db):
 
 
 def test_requests_and_attempts_agree_on_suppressed_losers(tmp_path):
-    """One rule (the hedging analysis's, views/hedge_attempts.sql) for log_attempts,
-    log_requests and hedge_attempts, odd values included: a loser needs a winner in its race,
+    """One rule (views/attempts.sql) for log_attempts, log_requests and hedge_attempts, odd
+    values included: a loser needs a winner in its race,
     is not one the gateway cancelled, and finished or had its stream suppressed."""
     def rc(req, n, w, f, p="false"):
         return (f"2026/09/30 11:02:47 request={req} stage=race_completed escrow=7 nonce={n} host=abcd1234 "

@@ -206,12 +206,41 @@ def test_hours_are_utc_whatever_the_machines_zone(incident):
     db, plain = incident
     rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db, env={"TZ": "Asia/Kolkata"})
     assert [h["hour"] for h in rep["per_hour"]] == [h["hour"] for h in plain["per_hour"]]
-    assert all(h["hour"].endswith(":00:00+00:00") for h in rep["per_hour"])
+    assert all(h["hour"].endswith(":00:00.000000Z") for h in rep["per_hour"])
+
+
+def test_one_primary_rule_in_every_view(tmp_path):
+    """The second half of the incident log starts inside some requests: their decision_made
+    lines were not read. One rule (views/attempts.sql) gives every view the same primaries:
+    the decision_made nonce, else the request's lowest non-probe nonce, marked inferred.
+    log_attempts used to leave those 7 NULL (45 primaries) while hedge_attempts inferred
+    them (52)."""
+    import duckdb
+
+    db = tmp_path / "a.duckdb"
+    assert run_cli("collect", "--gateway-log", str(H / "incident-part2.log"), db=db).returncode == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        def q(sql):
+            return con.execute(sql).fetchall()
+
+        primaries = "SELECT request, nonce, primary_inferred FROM {} WHERE role = 'primary' ORDER BY ALL"
+        got = q(primaries.format("log_attempts"))
+        assert got == q(primaries.format("hedge_attempts")) == q(primaries.format("attempts"))
+        assert len(got) == 52 and sum(1 for *_, inferred in got if inferred) == 7
+        assert q("SELECT count(*) FROM log_attempts WHERE role IS NULL") == [(0,)]
+        per_request = {(r, n, i) for r, n, i in got}
+        assert {tuple(r) for r in q("SELECT request, primary_nonce, primary_inferred FROM log_requests "
+                                    "WHERE primary_nonce IS NOT NULL")} == per_request
+        assert {tuple(r) for r in q("SELECT request, primary_nonce, primary_inferred FROM hedge_races")} == per_request
+    finally:
+        con.close()
 
 
 @pytest.mark.parametrize("fmt", ["plain", *sorted(FORMATS)])
 def test_one_suppressed_loser_rule_in_both_attempt_views(tmp_path_factory, incident, fmt):
-    """log_attempts (and so log_requests) counts the suppressed losers this analysis counts."""
+    """log_attempts (and so log_requests) counts the suppressed losers this analysis counts, in
+    every log format (both project the rule of views/attempts.sql)."""
     import duckdb
 
     db = incident[0] if fmt == "plain" else _store(tmp_path_factory, f"rule-{fmt}", *FORMATS[fmt])

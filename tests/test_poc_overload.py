@@ -287,3 +287,16 @@ def test_window_misses_are_the_windows_misses(fixture_db):
             if w.get("misses"):
                 summed[(w["episode"], w["model"])] = summed.get((w["episode"], w["model"]), 0) + w["misses"]
         assert cpoc.window_misses(Run(st, 403)) == summed == {("cpoc:0", MODEL): 975}
+
+
+def test_the_cpoc_window_is_defined_once():
+    """views/cpoc_windows.sql is the only SQL that reads the chain's cPoC events; every other
+    query and view takes the windows from it (they were defined three times: in
+    epoch_cpoc_events.sql, poc_overload_events.sql and views/chain_windows.sql)."""
+    import re
+
+    from auditor.store import queries_dir
+
+    readers = sorted(str(f.relative_to(queries_dir())) for f in queries_dir().rglob("*.sql")
+                     if f.parent.name != "schema" and re.search(r"\bchain_cpoc_events\b", f.read_text()))
+    assert readers == ["views/cpoc_windows.sql"]

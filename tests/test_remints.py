@@ -96,7 +96,7 @@ def test_rotated_away_evidence_is_unknown_and_says_what_is_missing(fixture_repor
     assert d["classification"] == "unknown" and d["replacement_escrow"] == 80590
     text = " ".join(d["missing"])
     assert "runner_prepare_failed" in text and "escrow_balance_exhausted" in text
-    assert "2026-09-17T07:59:59.040000Z to 2026-09-17T08:45:03Z" in text   # the gap, named
+    assert "2026-09-17T07:59:59.040000Z to 2026-09-17T08:45:03.000000Z" in text   # the gap, named
     assert "the triggering request" in text and "its balance" in text
     assert d["balance_estimate"] is None  # unknown, not zero
 

@@ -106,10 +106,33 @@ def test_smallest_first_on_the_real_weights():
     assert len(small) == 1
 
 
+def test_a_target_of_zero_preserves_nothing():
+    """The chain allocates while its weight is below the target (``for currentWeight <
+    targetPoCWeight`` in samplePreservedForModel, gonka-ai/gonka x/inference), so a target of 0
+    preserves no node. The fixture builder selects with the product's function: its copy of the
+    round robin preserved one node at 0."""
+    import importlib.util
+
+    by = snapshot()
+    assert tg.smallest_first(by[GLM], by[GLM].keys(), 0) == []
+    spec = importlib.util.spec_from_file_location("make_epoch_403", FIXTURES / "chain" / "make_epoch_403.py")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    assert builder.round_robin(by[GLM], list(by[GLM]), Decimal(0)) == {}
+    picked = builder.round_robin(by[DS], list(by[DS]), Decimal("0.1"))
+    assert [(p, n) for p, n, _ in tg.smallest_first(by[DS], by[DS].keys(), 15_467)] == [
+        (p, n) for p, ns in picked.items() for n in ns]
+
+
 def test_smallest_first_reproduces_the_recorded_selections(tmp_path):
     """Every episode and model of the epoch-403 recording (real weights): the round robin over the
     participants the snapshot preserved picks exactly the recorded nodes. The eligibility filters
-    and the seeded sample are not simulated (the snapshot does not hold their inputs)."""
+    and the seeded sample are not simulated (the snapshot does not hold their inputs).
+    Not a check of the rule against the chain: the recording's selections were made with this
+    same function (fixtures/chain/make_epoch_403.py imports it), so this tests the command's
+    plumbing (episodes, preserved participants, weights, targets read back from the store and
+    fed to the rule). The rule itself is checked by hand above against chain-api.md 7.2 and the
+    chain's samplePreservedForModel."""
     d = run_json("targets", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"), "-f", "json",
                  db=tmp_path / "t.duckdb")
     seen = 0

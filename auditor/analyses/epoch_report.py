@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..result import Result, ranked
+from ..result import Result, ranked, utc_text
 from ..store import Store
 from . import coverage, epoch_facts
 from .context import Run, run_for
@@ -49,7 +49,7 @@ def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tup
 
     def at(name: str) -> str:
         h = heights.get(name)
-        return "?" if h is None else f"{h['height']:,} ({h['time'] or 'time unknown'})"
+        return "?" if h is None else f"{h['height']:,} ({utc_text(h['time']) if h['time'] else 'time unknown'})"
 
     lines = [("span", f"S(N) {at('S(N)')} … S(N+1) {at('S(N+1)')}"),
              ("settled", "yes" if settled else "no (epoch N+1 not settled yet: numbers may change)"),
@@ -60,8 +60,8 @@ def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tup
                                           else m["model_id"] for m in models)))
     for ev in parts[epoch_facts.CPOC_EVENTS].data:
         lines.append((f"cpoc:{ev['event_sequence']}",
-                      f"{ev['trigger_time'] or '?'} … {ev['val_end_time'] or '?'} "
-                      f"(generation {ev['gen_start_time'] or '?'} … {ev['gen_end_time'] or '?'})"))
+                      f"{utc_text(ev['trigger_time'])} … {utc_text(ev['val_end_time'])} "
+                      f"(generation {utc_text(ev['gen_start_time'])} … {utc_text(ev['gen_end_time'])})"))
     per_source = parts[coverage.KEY].data
     for source, entry in per_source.items():
         if entry.get("collected", True):

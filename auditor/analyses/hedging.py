@@ -17,11 +17,11 @@ function of those rows, with its thresholds printed), and builds the findings.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from ..errors import UsageError
-from ..result import Finding, Result, Table, utc_text
+from ..result import Finding, Result, Table, utc, utc_text
 from . import cpoc
 from .context import Run, run_for
 from .frame import Options
@@ -58,17 +58,11 @@ def thresholds() -> dict[str, Any]:
 
 
 # -- the time range --------------------------------------------------------------------------
-def _utc(t: datetime | None) -> datetime | None:
-    if t is None:
-        return None
-    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
-
-
 def time_range(store: Any, epoch: int | None, options: Options,
                ctx: Run | None = None) -> tuple[datetime | None, datetime | None, str, str | None]:
     """``(since, until, what, problem)``: --since/--until when given, else epoch N's
     effective span [SNV(N), SNV(N+1)); ``problem`` says why no range could be fixed."""
-    since, until = _utc(options.since), _utc(options.until)
+    since, until = utc(options.since), utc(options.until)
     if since is not None or until is not None:
         if since is not None and until is not None and since >= until:
             raise UsageError(f"--since {utc_text(since)} is not before --until {utc_text(until)}")
@@ -84,7 +78,7 @@ def time_range(store: Any, epoch: int | None, options: Options,
         return None, None, "", (f"epoch {epoch}'s time span is unknown (the block times of heights "
                                 f"{w['start_height']} and {w['end_height']} were not collected): collect the "
                                 "epoch again with --node, or give --since/--until")
-    return _utc(w["start_time"]), _utc(w["end_time"]), f"epoch {epoch} effective span [SNV(N), SNV(N+1))", None
+    return utc(w["start_time"]), utc(w["end_time"]), f"epoch {epoch} effective span [SNV(N), SNV(N+1))", None
 
 
 # -- per race --------------------------------------------------------------------------------
@@ -425,7 +419,7 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
             "delivered its first token and finished normally (#2103)",
             {"decisions": fired, "false_positives": len(rows),
              "primary_won": sum(1 for u in rows if u["winner"]),
-             "examples": [{"request": u["request"], "time": utc_text(u["race_ts"]), "escrow": u["escrow"],
+             "examples": [{"request": u["request"], "time": u["race_ts"], "escrow": u["escrow"],
                            "primary_nonce": u["primary_nonce"], "receipt_ms": u["receipt_ms"],
                            "ttft_ms": u["ttft_ms"], "winner": u["winner"], "winner_host": u["winner_host"]}
                           for u in rows[:5]],
@@ -454,7 +448,7 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
         return _unavailable(epoch, "no gateway log with race_completed lines is in the store: collect the "
                                    "gateway's logs (--gateway-log PATH)")
     args = {"since": since, "until": until}
-    query_args = {"since": utc_text(since) if since else None, "until": utc_text(until) if until else None}
+    query_args = {"since": since, "until": until}
     totals_rows = [_clean(r) for r in store.query("hedging_totals", **args)]
     total = next((r for r in totals_rows if r["hour"] is None), None)
     if total is None or not total["races"]:
@@ -504,7 +498,7 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
     header = _header(what, since, until, totals, pred, unresp_data)
     tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, race_list, unresp_data, notes)
-    first, last = _utc(facts["first_ts"]), _utc(facts["last_ts"])
+    first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
         (until is None or (last is not None and last >= until))
     unknown = [] if covered else [f"the logs read cover {utc_text(first)} … {utc_text(last)}, not all of "
@@ -632,7 +626,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                 "attempt_seconds", "wasted_seconds", "wasted_seconds_share", "output_bytes", "wasted_bytes",
                 "wasted_bytes_share", "wasted_tokens_share"]
     tot_rows = [{**{c: totals.get(c) for c in tot_cols}, "hour": "range"}] + \
-               [{c: (utc_text(r[c]) if c == "hour" else r.get(c)) for c in tot_cols} for r in per_hour]
+               [{c: r.get(c) for c in tot_cols} for r in per_hour]
     t_tot = Table("Totals over the range and per hour", tot_cols, tot_rows,
                   notes=[f"time resolution of the lines: {totals['time_resolution']}"])
     t_pred = Table("Predictability of losses (before dispatch)",
@@ -649,7 +643,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
     for r in top:
         losers = [a for a in r["attempts"] if a["wasted"]]
         race_rows.append({
-            "time": utc_text(r["race_ts"]), "request": r["request"], "decision": r["decision"],
+            "time": r["race_ts"], "request": r["request"], "decision": r["decision"],
             "attempts": ", ".join(f"{a['host']}({a['role'][0]}{'*' if a['winner'] else ''})" for a in r["attempts"]),
             "winner": r["winner_host"], "rescue": r["rescue"],
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
@@ -661,7 +655,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                     notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"])
     t_unresp = Table("primary_unresponsive false positives (#2103)",
                      ["request", "time", "primary_host", "receipt_ms", "ttft_ms", "winner", "winner_host"],
-                     [{**e, "time": utc_text(e["time"])} for e in unresp["examples"]],
+                     unresp["examples"],
                      notes=[f"{unresp['false_positives']} of {unresp['decisions']} decisions; {unresp['rule']}"])
     return [t_hosts, t_beaten, t_dec, t_tot, t_pred, t_cf, t_unresp, t_races]
 

@@ -191,8 +191,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
             "per_10000_from_metrics": budget,
             "cap_rule": "max(1, floor(weight x per_10000 / 10000))",
             "events": [{"episode": e["episode"], "trigger_height": e["trigger_height"], "gen_end": e["gen_end"],
-                        "val_end": e["val_end"], "start": utc_text(e["trigger_time"]),
-                        "gen_end_time": utc_text(e["gen_end_time"]), "end": utc_text(e["val_end_time"])}
+                        "val_end": e["val_end"], "start": e["trigger_time"],
+                        "gen_end_time": e["gen_end_time"], "end": e["val_end_time"]}
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
@@ -308,7 +308,7 @@ def _load(entry: dict, e: _Event, inp: _Inputs, mine: list[dict],
     lookback_s = inp.lookback.total_seconds()
     entry.update({
         "peak_inflight": prof["peak"],
-        "peak_at": utc_text(prof["peak_at"]) if prof["peak"] else None,
+        "peak_at": prof["peak_at"] if prof["peak"] else None,
         "p95_inflight_per_second": _percentile(prof["per_second"], 0.95),
         "inflight_series": _series(prof["per_second"], e.start),
         "requests": len(mine),
@@ -347,7 +347,7 @@ def _counterfactual(entry: dict, e: _Event, inp: _Inputs, mine_run: list[dict]) 
     opt, start, cap_end = inp.opt, e.start, e.cap_end
     rep = replay_with_cap(mine_run, cap, start, cap_end)
     return {**rep, "cap": cap, "span": opt.cap_span,
-            "span_start": utc_text(start), "span_end": utc_text(cap_end),
+            "span_start": start, "span_end": cap_end,
             "assumptions": [
                 f"cap {cap} = max(1, floor({entry['weight']} x {inp.per_10000:g} / 10000)) in flight, "
                 f"applied from {utc_text(start)} to {utc_text(cap_end)} "
@@ -384,7 +384,7 @@ def _attribution(entry: dict, mt: Mapping[str, Any] | None, inp: _Inputs) -> dic
         "chain_missed_requests": None if mt is None else mt["missed"],
         "share_of_chain_misses": (None if mt is None or not mt["missed"]
                                   else round(min(n_miss, mt["missed"]) / mt["missed"], 4)),
-        "log_span": [utc_text(span["first_ts"]), utc_text(span["last_ts"])],
+        "log_span": [span["first_ts"], span["last_ts"]],
         "logged_misses_read": sum(1 for a in inp.attempts if a["participant"] == p and a["miss"]),
     }
 
@@ -411,7 +411,7 @@ def _series(per_second: Sequence[int], start: datetime) -> dict:
     """The window's in-flight load for a chart: the most in flight in each step of
     ``step_seconds`` (at most ``SERIES_POINTS`` steps), from ``start``."""
     step = max(1, math.ceil(len(per_second) / SERIES_POINTS))
-    return {"start": utc_text(start), "step_seconds": step,
+    return {"start": start, "step_seconds": step,
             "max_inflight": [max(per_second[i:i + step]) for i in range(0, len(per_second), step)]}
 
 
@@ -441,8 +441,7 @@ def _base_window(ev: Mapping[str, Any], h: Mapping[str, Any], per_10000: float) 
             "preserved_nodes": list(h["node_ids"]),
             "preserved_weight": None if h["preserved_weight"] is None else int(h["preserved_weight"]),
             "cap": host_cap(weight, per_10000),
-            "window": {"start": utc_text(ev["trigger_time"]), "gen_end": utc_text(ev["gen_end_time"]),
-                       "end": utc_text(ev["val_end_time"])}}
+            "window": {"start": ev["trigger_time"], "gen_end": ev["gen_end_time"], "end": ev["val_end_time"]}}
 
 
 def _unknown_window(ev, h, per_10000, why) -> dict:
@@ -574,7 +573,7 @@ def _metrics_budget(scrapes: list[dict], events: list[dict], per_10000: float) -
         weight = min(w, wb) if wb else w
         lo, hi = e * 10000 / weight, (e + 1) * 10000 / weight
         inside = lo <= per_10000 < hi
-        out.append({"scrape_id": sc["scrape_id"], "scraped_at": utc_text(t), "episode": ev["episode"],
+        out.append({"scrape_id": sc["scrape_id"], "scraped_at": t, "episode": ev["episode"],
                     "effective_max": e, "weight": weight, "per_10000_between": [round(lo, 4), round(hi, 4)],
                     "consistent_with_used_value": inside,
                     "text": (f"metrics scrape {sc['scrape_id']} at {utc_text(t)} ({ev['episode']} PoC generation): "
@@ -633,7 +632,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
 
 
 def _header(data: dict, span: Mapping[str, Any]) -> list[tuple[str, str]]:
-    ev = ", ".join(f"{e['episode']} {e['start']} to {e['end']}" for e in data["events"])
+    ev = ", ".join(f"{e['episode']} {utc_text(e['start'])} to {utc_text(e['end'])}" for e in data["events"])
     return [("epoch", str(data["epoch"])), ("CPoC windows", ev or "none"),
             ("per 10,000 weight", f"{data['per_10000']:g} ({'given' if 'given' in data['per_10000_source'] else 'gateway default'})"),
             ("gateway logs", "none" if span["first_ts"] is None

@@ -40,10 +40,10 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
-from ..result import Finding, Result, Table, utc_text
+from ..result import Finding, Result, Table, utc, utc_text
 from ..store import Store
 from .context import Run
 from .frame import Options
@@ -68,14 +68,6 @@ class RemintOptions(Options):
 
 
 # -- small helpers -------------------------------------------------------------------------
-def _utc(t: datetime | None) -> datetime | None:
-    return None if t is None else t.astimezone(timezone.utc)
-
-
-def iso(t: datetime | None) -> str | None:
-    return None if t is None else _utc(t).isoformat().replace("+00:00", "Z")
-
-
 def _ms(a: datetime | None, b: datetime | None) -> int | None:
     return None if a is None or b is None else round((b - a).total_seconds() * 1000)
 
@@ -99,10 +91,10 @@ class Spans:
     @classmethod
     def load(cls, store: Store) -> "Spans":
         rows = store.query("remints_log_spans")
-        spans = sorted(({**r, "first_ts": _utc(r["first_ts"]), "last_ts": _utc(r["last_ts"])}
+        spans = sorted(({**r, "first_ts": utc(r["first_ts"]), "last_ts": utc(r["last_ts"])}
                         for r in rows if r["kind"] == "span"), key=lambda r: r["first_ts"])
-        marks = sorted((_utc(r["first_ts"]), int(r["epoch"])) for r in rows if r["kind"] == "epoch")
-        gates = sorted((_utc(r["first_ts"]), int(r["epoch"]), r["path"][len("phase_gate "):])
+        marks = sorted((utc(r["first_ts"]), int(r["epoch"])) for r in rows if r["kind"] == "epoch")
+        gates = sorted((utc(r["first_ts"]), int(r["epoch"]), r["path"][len("phase_gate "):])
                        for r in rows if r["kind"] == "epoch" and r["path"].startswith("phase_gate"))
         return cls(spans, marks, gates)
 
@@ -143,10 +135,10 @@ class Spans:
         start = min((s["first_ts"] for s in inside), default=t)
         before = [s for s in self.spans if s["last_ts"] < start]
         if not before:
-            return (f"the logs read begin at {iso(start)}"
+            return (f"the logs read begin at {utc_text(start)}"
                     + (f" ({inside[0]['path']})" if inside else "") + ": nothing before is covered")
         prev = max(before, key=lambda s: s["last_ts"])
-        return (f"no log read covers {iso(prev['last_ts'])} to {iso(start)} (the log {prev['path']} ends, "
+        return (f"no log read covers {utc_text(prev['last_ts'])} to {utc_text(start)} (the log {prev['path']} ends, "
                 + (f"{inside[0]['path']} begins" if inside else "the next begins") + ")")
 
 
@@ -157,8 +149,8 @@ class Uses:
     def __init__(self, requests: list[dict[str, Any]]) -> None:
         self.by_escrow: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for r in requests:
-            r["ts"] = _utc(r["ts"])
-            r["failed_at"] = _utc(r["failed_at"])
+            r["ts"] = utc(r["ts"])
+            r["failed_at"] = utc(r["failed_at"])
             self.by_escrow[int(r["escrow"])].append(r)
         for rows in self.by_escrow.values():
             rows.sort(key=lambda r: r["ts"])
@@ -181,7 +173,7 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
     eid, price, amount = life["escrow"], life["token_price"], life["amount"]
     limits: list[str] = []
     upper = int(amount) if amount is not None else None
-    logged_at = _utc(life["low_at"])
+    logged_at = utc(life["low_at"])
     if logged_at is not None and logged_at <= t and life["low_balance"] is not None:
         since = [r for r in uses.before(eid, t, since=logged_at) if not r["insufficient_balance"]]
         costs = [uses.max_cost(r, price) for r in since]
@@ -189,7 +181,7 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
         if None not in costs:
             lower = max(0, logged - sum(costs))
             return {"estimate": lower, "lower": lower, "upper": logged,
-                    "source": f"the balance the gateway logged (escrow_balance_low {logged:,} at {iso(logged_at)}) "
+                    "source": f"the balance the gateway logged (escrow_balance_low {logged:,} at {utc_text(logged_at)}) "
                               f"minus the most the {len(since)} request(s) since can have cost",
                     "limits": limits}
         limits.append("requests after the logged balance lack their input bytes or the token price")
@@ -199,11 +191,11 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
     elif price is None:
         limits.append("the token price is unknown")
     else:
-        born = _utc(life["minted_at"])
+        born = utc(life["minted_at"])
         if born is None:
             limits.append("its mint is not in the logs read, so its use before them is unknown")
         elif not spans.covered(born, t):
-            limits.append(f"the logs read do not cover its whole life from its mint at {iso(born)} to {iso(t)}")
+            limits.append(f"the logs read do not cover its whole life from its mint at {utc_text(born)} to {utc_text(t)}")
         else:
             used = [r for r in uses.before(eid, t) if not r["insufficient_balance"]]
             costs = [uses.max_cost(r, price) for r in used]
@@ -214,7 +206,7 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
                 lower = max(0, int(amount) - spent)
                 return {"estimate": lower, "lower": lower, "upper": upper,
                         "source": (f"chain amount {int(amount):,} minus the most its {len(used)} request(s) "
-                                   f"since the mint at {iso(born)} can have cost ({spent:,}: per attempt "
+                                   f"since the mint at {utc_text(born)} can have cost ({spent:,}: per attempt "
                                    f"(input bytes + max_tokens, {MAX_TOKENS_CAP:,} where not logged) x token "
                                    f"price {int(price):,}); a lower bound: actual costs are not logged"),
                         "limits": limits}
@@ -236,7 +228,7 @@ def check_bound(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans, thr
     None when that evidence is not there."""
     if life["replacing_at"] is None and life["deactivated_at"] is None:
         return None
-    if life["low_at"] is not None and _utc(life["low_at"]) <= t:
+    if life["low_at"] is not None and utc(life["low_at"]) <= t:
         return None
     if not spans.covered(t - CHECK_INTERVAL, t):
         return None
@@ -260,7 +252,7 @@ def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
                       ("low_balance", "low_at"), ("hold", "hold_end_at"), ("request", "exhausted_at"),
                       ("request", "replacing_at")):
         if life[col] is not None:
-            cands.append((_utc(life[col]), kind))
+            cands.append((utc(life[col]), kind))
     ends = [life[c] for c in ("deactivated_at", "devshard_deactivated_at", "retired_at", "replaced_at")
             if life[c] is not None]
     if not cands and not ends:
@@ -275,7 +267,7 @@ def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
         kind = "request"
     if kind is None and "rotation" in reason:
         kind = "rotation"
-    return kind or "other", _utc(min(ends))
+    return kind or "other", utc(min(ends))
 
 
 def _reason(life: dict[str, Any]) -> str | None:
@@ -291,12 +283,12 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
     if end is None:
         return None
     kind, t = end
-    deact_at = _utc(life["deactivated_at"] or life["devshard_deactivated_at"] or life["retired_at"])
+    deact_at = utc(life["deactivated_at"] or life["devshard_deactivated_at"] or life["retired_at"])
     d: dict[str, Any] = {
         "escrow": life["escrow"], "model": life["model"], "creation_epoch": life["creation_epoch"],
-        "classification": "unknown", "trigger": kind, "reason": _reason(life), "at": iso(t),
-        "deactivated_at": iso(deact_at), "replacement_escrow": life["replacement_escrow"],
-        "replaced_at": iso(life["replaced_at"]), "replacement_reason": life["replacement_reason"],
+        "classification": "unknown", "trigger": kind, "reason": _reason(life), "at": utc(t),
+        "deactivated_at": utc(deact_at), "replacement_escrow": life["replacement_escrow"],
+        "replaced_at": utc(life["replaced_at"]), "replacement_reason": life["replacement_reason"],
         "settlement_due": life["settlement_due"], "balance_estimate": None, "balance_source": None,
         "request": None, "timing_ms": None, "basis": None, "missing": [], "evidence": {}, "counterfactual": None,
     }
@@ -305,33 +297,33 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
                     "creation_epoch": life["creation_epoch"]} if life["chain_found"]
                    else "not found on chain (never existed or pruned)" if life["chain_probed"]
                    else "not collected (auditor collect --node URL probes devshard_escrow/{id})")
-    ev["minted_at"] = iso(life["minted_at"])
+    ev["minted_at"] = utc(life["minted_at"])
     ev["served_requests"] = sum(1 for r in uses.by_escrow.get(life["escrow"], ()) if not r["insufficient_balance"])
     if kind == "rotation":
         d["classification"] = "legitimate"
-        ev["rotation"] = {"at": iso(life["rotation_retired_at"]), "line": life["rotation_retired_line"]}
-        d["summary"] = f"retired by the escrow rotator at {iso(life['rotation_retired_at'] or t)} (epoch rotation)"
+        ev["rotation"] = {"at": utc(life["rotation_retired_at"]), "line": life["rotation_retired_line"]}
+        d["summary"] = f"retired by the escrow rotator at {utc_text(life['rotation_retired_at'] or t)} (epoch rotation)"
     elif kind == "high_nonce":
         d["classification"] = "legitimate"
-        ev["nonce_check"] = {"at": iso(life["nonce_high_at"]), "nonce": life["nonce_high"],
+        ev["nonce_check"] = {"at": utc(life["nonce_high_at"]), "nonce": life["nonce_high"],
                              "limit": life["nonce_limit"], "accounting_latest_nonce": life["acct_latest_nonce"]}
         d["summary"] = ("high nonce by the periodic check: nonce "
                         + (f"{life['nonce_high']:,} >= limit {life['nonce_limit']:,}" if life["nonce_high"] is not None
                            else "limit reached (reason high_nonce logged)"))
     elif kind == "low_balance":
         d["classification"] = "legitimate"
-        ev["balance_check"] = {"at": iso(life["low_at"]), "balance": life["low_balance"],
+        ev["balance_check"] = {"at": utc(life["low_at"]), "balance": life["low_balance"],
                                "threshold": life["low_threshold"]}
         if life["low_balance"] is not None:
             d["balance_estimate"] = int(life["low_balance"])
-            d["balance_source"] = f"logged by the periodic check (escrow_balance_low at {iso(life['low_at'])})"
+            d["balance_source"] = f"logged by the periodic check (escrow_balance_low at {utc_text(life['low_at'])})"
             d["summary"] = (f"low balance by the periodic check: {int(life['low_balance']):,} < threshold "
                             f"{int(life['low_threshold'] or opts.threshold):,}")
         else:
             d["summary"] = "low balance by the periodic check (reason low_balance logged)"
     elif kind == "hold":
         d["classification"] = "legitimate"
-        ev["hold"] = {"at": iso(life["hold_end_at"]), "event": life["hold_end_event"]}
+        ev["hold"] = {"at": utc(life["hold_end_at"]), "event": life["hold_end_event"]}
         d["summary"] = f"an escrow hold ended it ({life['hold_end_event']}, gateway v4.1.2+)"
     elif kind == "request":
         _request_path(d, life, t, uses, spans, opts, lives)
@@ -347,14 +339,14 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                   opts: RemintOptions, lives: dict[int, dict[str, Any]]) -> None:
     """A request-triggered exhaustion: find the request, its reservation, the balance."""
     eid = life["escrow"]
-    exhausted = _utc(life["exhausted_at"] or life["replacing_at"] or life["deactivated_at"]
+    exhausted = utc(life["exhausted_at"] or life["replacing_at"] or life["deactivated_at"]
                      or life["devshard_deactivated_at"]) or t     # else the end of life that was logged
     fails = [r for r in uses.by_escrow.get(eid, ()) if r["insufficient_balance"] and r["failed_at"] is not None
              and exhausted - TRIGGER_WINDOW <= r["failed_at"] <= exhausted + timedelta(milliseconds=1)]
     ev = d["evidence"]
-    ev["exhaustion"] = {"escrow_balance_exhausted": iso(life["exhausted_at"]),
-                        "gateway_replacing_exhausted_escrow": iso(life["replacing_at"]),
-                        "deactivated": iso(life["deactivated_at"] or life["devshard_deactivated_at"])}
+    ev["exhaustion"] = {"escrow_balance_exhausted": utc(life["exhausted_at"]),
+                        "gateway_replacing_exhausted_escrow": utc(life["replacing_at"]),
+                        "deactivated": utc(life["deactivated_at"] or life["devshard_deactivated_at"])}
     if not fails:
         _no_trigger_logged(d, life, uses, spans)
         return
@@ -362,17 +354,17 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
     price = life["token_price"]
     max_tokens = f["max_tokens_logged"] or DEFAULT_MAX_TOKENS
     res = reservation(f["input_bytes"], max_tokens, price)
-    d["request"] = {"request": f["request"], "at": iso(f["failed_at"]), "input_bytes": f["input_bytes"],
+    d["request"] = {"request": f["request"], "at": utc(f["failed_at"]), "input_bytes": f["input_bytes"],
                     "max_tokens": max_tokens,
                     "max_tokens_source": ("logged" if f["max_tokens_logged"] else
                                           f"not logged: the gateway default {DEFAULT_MAX_TOKENS:,} "
                                           "(GATEWAY_DEFAULT_MAX_TOKENS) applies when the request gave none"),
                     "token_price": price, "reservation": res,
                     "reservation_formula": "(input bytes + max_tokens) x token_price"}
-    d["timing_ms"] = {"failure_to_exhausted": _ms(f["failed_at"], _utc(life["exhausted_at"])),
-                      "failure_to_deactivation": _ms(f["failed_at"], _utc(life["deactivated_at"]
+    d["timing_ms"] = {"failure_to_exhausted": _ms(f["failed_at"], utc(life["exhausted_at"])),
+                      "failure_to_deactivation": _ms(f["failed_at"], utc(life["deactivated_at"]
                                                                           or life["devshard_deactivated_at"])),
-                      "failure_to_replacement": _ms(f["failed_at"], _utc(life["replaced_at"]))}
+                      "failure_to_replacement": _ms(f["failed_at"], utc(life["replaced_at"]))}
     thr = opts.threshold
     bal = balance_at(life, f["failed_at"], uses, spans)
     chk = check_bound(life, f["failed_at"], uses, spans, thr)
@@ -408,8 +400,8 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
 def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, spans: Spans) -> None:
     """A request-path replacement whose failing request is not in the logs read: say what is
     missing, and the balance as far as it is known."""
-    first = min(x for x in (_utc(life["exhausted_at"]), _utc(life["replacing_at"]), _utc(life["deactivated_at"]),
-                            _utc(life["devshard_deactivated_at"]), _utc(life["replaced_at"])) if x is not None)
+    first = min(x for x in (utc(life["exhausted_at"]), utc(life["replacing_at"]), utc(life["deactivated_at"]),
+                            utc(life["devshard_deactivated_at"]), utc(life["replaced_at"])) if x is not None)
     gap = spans.gap_before(first)
     missing = d["missing"]
     absent = [name for name, col in (("runner_prepare_failed (the request that could not be reserved)", None),
@@ -421,12 +413,12 @@ def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, span
     missing.append("the triggering request, so its input bytes and reservation")
     last = [r for r in uses.by_escrow.get(life["escrow"], ()) if r["ts"] < first]
     if last:
-        missing.append(f"the escrow's use after its last logged request at {iso(last[-1]['ts'])}")
+        missing.append(f"the escrow's use after its last logged request at {utc_text(last[-1]['ts'])}")
     bal = balance_at(life, first, uses, spans)
     d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
     if bal["estimate"] is None:
         missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged"))
-    d["summary"] = (f"replaced with reason {d['reason']!r} at {iso(first)}, but the request-path evidence "
+    d["summary"] = (f"replaced with reason {d['reason']!r} at {utc_text(first)}, but the request-path evidence "
                     "is not in the logs read")
 
 
@@ -448,7 +440,7 @@ def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: in
     elif recent:
         d["classification"], d["basis"] = "spurious", "recent ordinary requests (balance unknown)"
         why = (f"it had just served {len(recent)} ordinary request(s) in the {opts.recent_minutes} min before "
-               f"(last at {iso(recent[-1]['ts'])}); its balance is unknown")
+               f"(last at {utc_text(recent[-1]['ts'])}); its balance is unknown")
     else:
         d["missing"].append("its balance: " + ("; ".join(bal["limits"]) or "not logged")
                             + f"; and no ordinary request served in the {opts.recent_minutes} min before")
@@ -465,7 +457,7 @@ def _affordable(life: dict[str, Any], f: dict[str, Any], max_tokens: int, uses: 
     for other in lives.values():
         if other["escrow"] == life["escrow"] or other["model"] != life["model"]:
             continue
-        born = _utc(other["minted_at"] or other["first_seen"])
+        born = utc(other["minted_at"] or other["first_seen"])
         end = _end_of_life(other)
         if born is None or born > t or (end is not None and end[1] <= t):
             continue
@@ -495,7 +487,7 @@ def _affordable(life: dict[str, Any], f: dict[str, Any], max_tokens: int, uses: 
 def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: Spans,
            opts: RemintOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Mints of ``epoch`` per model, each with its cause; and the mint peaks."""
-    rows = [{**m, "ts": _utc(m["ts"])} for m in store.query("remints_mints")]
+    rows = [{**m, "ts": utc(m["ts"])} for m in store.query("remints_mints")]
     rows = [m for m in rows if m["epoch"] == epoch and m["ts"] is not None]
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for m in rows:
@@ -516,7 +508,7 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
             if lone and spans.saw_epoch_start(epoch, lone[0]["ts"]):
                 target = len(first_pass)
                 target_src = (f"estimated: the rotator's epoch-start pass, {len(first_pass)} regular mint(s) from "
-                              f"{iso(first_pass[0]['ts'])}, each within {int(ROTATION_PASS_GAP.total_seconds())} s "
+                              f"{utc_text(first_pass[0]['ts'])}, each within {int(ROTATION_PASS_GAP.total_seconds())} s "
                               "of the last")
             else:
                 target_src = ("unknown: the logs read do not show the start of the epoch (no phase-gate line of "
@@ -525,7 +517,7 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
         for d in deacts.values():
             if d["model"] == model and d["classification"] == "legitimate" and d["replacement_escrow"] is None \
                     and d["trigger"] != "rotation" and d["deactivated_at"]:
-                legit_pending.append(datetime.fromisoformat(d["deactivated_at"].replace("Z", "+00:00")))
+                legit_pending.append(d["deactivated_at"])
         legit_pending.sort()
         rotation_left = target or 0
         for m in ms:
@@ -545,18 +537,18 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
             else:
                 m["cause"] = "unexplained"
         causes: dict[str, int] = defaultdict(int)
-        hours: dict[str, dict[str, Any]] = {}
+        hours: dict[datetime, dict[str, Any]] = {}
         for m in ms:
             causes[m["cause"]] += 1
             h = m["ts"].replace(minute=0, second=0, microsecond=0)
-            slot = hours.setdefault(iso(h), {"hour": iso(h), "mints": 0, "by_cause": defaultdict(int)})
+            slot = hours.setdefault(h, {"hour": h, "mints": 0, "by_cause": defaultdict(int)})
             slot["mints"] += 1
             slot["by_cause"][m["cause"]] += 1
         models_out.append({
             "model": model, "mints": len(ms), "by_cause": dict(causes),
             "rotation_target": target, "rotation_target_source": target_src,
             "by_hour": [{**v, "by_cause": dict(v["by_cause"])} for v in hours.values()],
-            "events": [{"escrow": m["escrow"], "at": iso(m["ts"]), "role": m["role"], "cause": m["cause"],
+            "events": [{"escrow": m["escrow"], "at": utc(m["ts"]), "role": m["role"], "cause": m["cause"],
                         "replaces": m["replaces_escrow"], "replacement_reason": m["replacement_reason"],
                         "tx_hash": m["tx_hash"], "amount": m["amount"]} for m in ms],
         })
@@ -587,7 +579,7 @@ def _peaks(model: str, ms: list[dict[str, Any]], opts: RemintOptions) -> list[di
         by: dict[str, int] = defaultdict(int)
         for x in inside:
             by[x["cause"]] += 1
-        out.append({"model": model, "start": iso(inside[0]["ts"]), "end": iso(inside[-1]["ts"]),
+        out.append({"model": model, "start": utc(inside[0]["ts"]), "end": utc(inside[-1]["ts"]),
                     "window_minutes": opts.peak_window_minutes, "mints": len(inside),
                     "explained": len(inside) - rest, "rest": rest,
                     "explained_by": {k: v for k, v in by.items() if k in EXPLAINED},
@@ -609,7 +601,7 @@ def _in_epoch(life: dict[str, Any], d: dict[str, Any] | None, epoch: int, spans:
         return False
     if d["replacement_escrow"] is not None and (lives.get(d["replacement_escrow"]) or {}).get("creation_epoch") == epoch:
         return True
-    return spans.epoch_near(datetime.fromisoformat(d["at"].replace("Z", "+00:00"))) == epoch
+    return spans.epoch_near(d["at"]) == epoch
 
 
 def _costs(deacts: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses: Uses) -> dict[str, Any]:
@@ -708,7 +700,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
               ("spurious cost", f"{costs['mint_transactions']} mint tx, {costs['failed_requests']} failed request(s)")]
     coverage = {"sources": ["gateway_log", "chain_escrows", "accounting"], "missing": cov_missing,
                 "unknown": [f"mint peaks of {m}: rotation target unknown" for m in peaks_unknown],
-                "log_spans": [{"path": s["path"], "first": iso(s["first_ts"]), "last": iso(s["last_ts"])}
+                "log_spans": [{"path": s["path"], "first": utc(s["first_ts"]), "last": utc(s["last_ts"])}
                               for s in spans.spans]}
     return Result(KEY, TITLE, data, tables, findings, coverage, complete=not cov_missing, header=header)
 
@@ -723,14 +715,14 @@ def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[st
     for r in reqs:
         if r["insufficient_balance"]:
             mt = r["max_tokens_logged"] or DEFAULT_MAX_TOKENS
-            failures.append({"request": r["request"], "at": iso(r["failed_at"] or r["ts"]),
+            failures.append({"request": r["request"], "at": utc(r["failed_at"] or r["ts"]),
                              "input_bytes": r["input_bytes"], "max_tokens": mt,
                              "max_tokens_logged": r["max_tokens_logged"] is not None,
                              "reservation": reservation(r["input_bytes"], mt, price)})
     return {
         "escrow": life["escrow"], "model": life["model"], "creation_epoch": life["creation_epoch"],
         "epoch_source": life["epoch_source"],
-        "created": {"at": iso(life["minted_at"]), "role": life["role"], "tx_hash": life["mint_tx"],
+        "created": {"at": utc(life["minted_at"]), "role": life["role"], "tx_hash": life["mint_tx"],
                     "replaces": life["replaces_escrow"]} if life["minted_at"] or life["replaces_escrow"] else None,
         "chain": ({"amount": life["amount"], "token_price": price, "settled": life["chain_settled"],
                    "creator": life["creator"]} if life["chain_found"] else None),
@@ -740,7 +732,7 @@ def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[st
         "attempts": sum(max(int(r["attempts"] or 0), 1) for r in served),
         "reserved_at_most": sum(costs) if None not in costs else None,
         "failures": failures,
-        "first_seen": iso(life["first_seen"]), "last_seen": iso(life["last_seen"]),
+        "first_seen": utc(life["first_seen"]), "last_seen": utc(life["last_seen"]),
         "accounting_latest_nonce": life["acct_latest_nonce"],
         "end": d["classification"] if d else None,
     }

@@ -29,7 +29,6 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -182,7 +181,7 @@ def _epoch_demand(run_: Run, opt: TargetsOptions) -> dict:
             continue
         covered = span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start
         if not covered:
-            out["windows"].append({"window": w["window"], "start": utc_text(start), "end": utc_text(end),
+            out["windows"].append({"window": w["window"], "start": start, "end": end,
                                    "evidence": "none", "detail": "no gateway log line in this window"})
             continue
         full = span["first_ts"] <= start and span["last_ts"] >= end
@@ -195,7 +194,7 @@ def _epoch_demand(run_: Run, opt: TargetsOptions) -> dict:
             prof = cpoc.inflight_profile(by_model.get(m, []), lo, hi)
             out["per_second"][m].extend(prof["per_second"])
             out["peaks"][m][w["window"]] = prof["peak"]
-        out["windows"].append({"window": w["window"], "start": utc_text(start), "end": utc_text(end),
+        out["windows"].append({"window": w["window"], "start": start, "end": end,
                                "evidence": "full" if full else "partial",
                                "detail": "the logs span the whole window" if full else
                                f"the logs cover {utc_text(lo)} to {utc_text(hi)} only"})
@@ -442,8 +441,7 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
             "per_10000": per, "per_10000_source": per_source, "windows": windows,
             "preserved_targets": rows, "governance": gov, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": [], "unknown": unknown,
-                "gateway_sources": [{k: (utc_text(v) if isinstance(v, datetime) else v) for k, v in s.items()}
-                                    for s in sources]}
+                "gateway_sources": sources}
     return Result(KEY, TITLE, data, _tables(rows, gov, notes), findings, coverage,
                   header=[("epochs", ", ".join(map(str, epochs))),
                           ("demand statistic", f"{opt.statistic} x headroom {opt.headroom:g}"),

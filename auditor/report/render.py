@@ -26,7 +26,9 @@ def json_default(v: Any) -> Any:
     if isinstance(v, Decimal):
         # exact: integers stay integers, fractions keep their digits
         return int(v) if v == v.to_integral_value() and abs(v) < 10**18 else format(v.normalize(), "f")
-    if isinstance(v, (datetime, date)):
+    if isinstance(v, datetime):
+        return utc_text(v)           # the one written form of a time (auditor/times.py)
+    if isinstance(v, date):
         return v.isoformat()
     if isinstance(v, (set, tuple)):
         return list(v)

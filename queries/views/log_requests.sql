@@ -1,5 +1,9 @@
 -- One row per request id: admission, routing, the hedging decision and the outcome.
 -- outcome: succeeded | failed | rejected (limiter) | NULL (no terminal line in the logs read).
+-- The primary (primary_nonce, primary_host, primary_inferred) and the suppressed losers come
+-- from views/attempts.sql, where they are defined: NULL primary for a request none of whose
+-- attempts completed in the logs read.
+-- Reads: log_events, attempts.
 CREATE OR REPLACE VIEW log_requests AS
 WITH r AS (
 SELECT
@@ -17,12 +21,13 @@ SELECT
     first(TRY_CAST(fields->>'stream' AS BOOLEAN) ORDER BY file_id, line_no)
         FILTER (WHERE name = 'proxy_request_started') AS stream,
     first(fields->>'decision' ORDER BY file_id, line_no) FILTER (WHERE name = 'decision_made') AS decision,
-    first(nonce ORDER BY file_id, line_no) FILTER (WHERE name = 'decision_made') AS primary_nonce,
-    first(host ORDER BY file_id, line_no) FILTER (WHERE name = 'decision_made') AS primary_host,
+    NULL::BIGINT AS primary_nonce,         -- the primary and the suppressed losers: from attempts below
+    NULL::VARCHAR AS primary_host,
+    NULL::BOOLEAN AS primary_inferred,
     first(TRY_CAST(fields->>'max_attempts' AS INTEGER) ORDER BY file_id, line_no)
         FILTER (WHERE name = 'decision_made') AS max_attempts,
     count(*) FILTER (WHERE name = 'race_completed') AS attempts,
-    NULL::BIGINT AS suppressed_losers,     -- counted from log_attempts below: one rule for a loser
+    NULL::BIGINT AS suppressed_losers,
     first(TRY_CAST(fields->>'winner_nonce' AS BIGINT) ORDER BY file_id, line_no)
         FILTER (WHERE name IN ('request_succeeded', 'request_fully_settled')) AS winner_nonce,
     CASE WHEN bool_or(name = 'request_succeeded') THEN 'succeeded'
@@ -37,7 +42,11 @@ FROM log_events
 WHERE request IS NOT NULL
 GROUP BY request
 )
-SELECT r.* REPLACE (coalesce(a.suppressed_losers, 0) AS suppressed_losers)
+SELECT r.* REPLACE (a.primary_nonce AS primary_nonce, a.primary_host AS primary_host,
+                    a.primary_inferred AS primary_inferred,
+                    coalesce(a.suppressed_losers, 0) AS suppressed_losers)
 FROM r
-LEFT JOIN (SELECT request, count(*) FILTER (WHERE suppressed_loser) AS suppressed_losers
-           FROM log_attempts GROUP BY request) a USING (request);
+LEFT JOIN (SELECT request, any_value(primary_nonce) AS primary_nonce, any_value(primary_inferred) AS primary_inferred,
+                  first(host) FILTER (WHERE role = 'primary') AS primary_host,
+                  count(*) FILTER (WHERE suppressed_loser) AS suppressed_losers
+           FROM attempts WHERE request IS NOT NULL GROUP BY request) a USING (request);

@@ -1,0 +1,116 @@
+-- attempts: the one definition of an attempt, of a race's primary and of a suppressed loser.
+-- Every other view and query that needs them projects from this one.
+--
+-- One row per attempt: a race_completed line (probes and lines without request= included),
+-- with its fields, the request's decision and the attempt's own lines (first line, started,
+-- receipt, first token, winner_selected, suppression, cancellation). The same in every log
+-- format: only fields and line order are used.
+--   race       the attempts of one request (request=). A line without a request belongs to
+--              no race: its role, primary_nonce, race_has_winner, loser and suppressed_loser
+--              are NULL (unknown). PoC probes (probe=true) are not attempts of the race.
+--   primary    ONE RULE: the attempt whose nonce was assigned first. That is the nonce on
+--              the request's first decision_made line; when no decision_made was read (the
+--              log starts inside the request), the request's lowest non-probe nonce (nonces
+--              are assigned in order per escrow), and primary_inferred is true. Per request,
+--              whatever the escrow. Every other non-probe attempt is a secondary.
+--   role       'probe' for a probe, else 'primary' or 'secondary' (NULL without a request).
+--   winner, finished  as the line says; NULL when it does not say (the rules below read a
+--              missing value as false).
+--   cancelled  the gateway ended the attempt (speculative_attempt_canceled, or
+--              failure_reason=client_cancelled): it did not run to its own end.
+--   loser      a non-probe attempt that is not the winner of a race that has one.
+--   suppressed loser  ONE RULE: a loser whose stream was suppressed because the other
+--              attempt won (a stream_suppressed line, or finished=true: a non-winner can only
+--              finish after the winner existed), and which then ran on to completion
+--              (finished=true) or to its own end (not cancelled). The gateway's own
+--              visibility=suppressed_loser (gateway-logs.md 13.3) counts finished ones only.
+--   start_pos, end_pos  file_id x 10^12 + line_no of the attempt's first line (prepared,
+--              poc_probe_prepared or started) and of its race_completed line: line order
+--              across files, for placing other lines (escalations) against the attempt.
+-- Reads: log_events (race_completed, decision_made and the attempt stages; one scan, each
+-- JSON record parsed once: the fields column is most of the store).
+CREATE OR REPLACE VIEW attempts AS
+WITH ev AS MATERIALIZED (
+    SELECT file_id, line_no, ts, name, request, escrow, nonce, host,
+           file_id::BIGINT * 1000000000000 + line_no AS pos,
+           CASE name
+               WHEN 'race_completed' THEN json_extract_string(fields,
+                   ['participant', 'model', 'input_tokens', 'winner', 'finished', 'responsive', 'has_receipt',
+                    'attempt_ms', 'output_chunks', 'content_chunks', 'output_bytes', 'usage_tokens', 'probe',
+                    'suspicious', 'failure_reason', 'stall_count', 'max_gap_ms', 'host_idx', 'confirmed_at',
+                    'stream_bytes_read', 'mean_gap_ms', 'content_source', 'error_source', 'stalls'])
+               WHEN 'decision_made' THEN json_extract_string(fields, ['decision', 'delay_ms'])
+               WHEN 'receipt_received' THEN [fields->>'elapsed_ms'] END AS v
+    FROM log_events
+    WHERE kind = 'stage'
+      AND name IN ('race_completed', 'decision_made', 'receipt_received',
+                   'prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
+                   'speculative_attempt_canceled', 'stream_suppressed')
+), att AS (
+    -- the fields of race_completed, one line per attempt
+    SELECT file_id, line_no, ts, request, escrow, nonce, host, pos AS end_pos,
+           v[1] AS participant, v[2] AS model, TRY_CAST(v[3] AS BIGINT) AS input_bytes,
+           TRY_CAST(v[4] AS BOOLEAN) AS winner, TRY_CAST(v[5] AS BOOLEAN) AS finished,
+           TRY_CAST(v[6] AS BOOLEAN) AS responsive, TRY_CAST(v[7] AS BOOLEAN) AS has_receipt,
+           TRY_CAST(v[8] AS BIGINT) AS attempt_ms, TRY_CAST(v[9] AS BIGINT) AS output_chunks,
+           TRY_CAST(v[10] AS BIGINT) AS content_chunks, TRY_CAST(v[11] AS BIGINT) AS output_bytes,
+           TRY_CAST(v[12] AS BIGINT) AS usage_tokens,
+           coalesce(TRY_CAST(v[13] AS BOOLEAN), false) AS probe,
+           coalesce(TRY_CAST(v[14] AS BOOLEAN), false) AS suspicious,
+           v[15] AS failure_reason, TRY_CAST(v[16] AS INTEGER) AS stall_count,
+           TRY_CAST(v[17] AS BIGINT) AS max_gap_ms, TRY_CAST(v[18] AS INTEGER) AS host_idx,
+           TRY_CAST(v[19] AS BIGINT) AS confirmed_at, TRY_CAST(v[20] AS BIGINT) AS stream_bytes_read,
+           TRY_CAST(v[21] AS BIGINT) AS mean_gap_ms, nullif(v[22], '') AS content_source,
+           nullif(v[23], '') AS error_source,
+           v[24] AS stalls                                         -- a JSON array, as logged
+    FROM ev
+    WHERE name = 'race_completed'
+), per_nonce AS (
+    -- the attempt's own lines, by escrow and nonce
+    SELECT escrow, nonce,
+           min(pos) FILTER (WHERE name IN ('prepared', 'poc_probe_prepared', 'started')) AS start_pos,
+           min(ts) FILTER (WHERE name = 'started') AS started_ts,
+           min(ts) FILTER (WHERE name = 'first_token') AS first_token_ts,
+           min(ts) FILTER (WHERE name = 'winner_selected') AS winner_selected_ts,
+           bool_or(name = 'speculative_attempt_canceled') AS canceled_line,
+           bool_or(name = 'stream_suppressed') AS stream_suppressed,
+           min(TRY_CAST(v[1] AS BIGINT)) FILTER (WHERE name = 'receipt_received') AS receipt_ms
+    FROM ev
+    WHERE nonce IS NOT NULL AND escrow IS NOT NULL AND name NOT IN ('race_completed', 'decision_made')
+    GROUP BY escrow, nonce
+), dec AS (
+    -- the request's decision: its first decision_made line
+    SELECT request, arg_min(nonce, pos) AS decision_nonce, arg_min(v[1], pos) AS decision,
+           arg_min(ts, pos) AS decision_ts, arg_min(TRY_CAST(v[2] AS BIGINT), pos) AS delay_ms
+    FROM ev WHERE name = 'decision_made' AND request IS NOT NULL
+    GROUP BY request
+), race AS (
+    SELECT request, min(nonce) FILTER (WHERE NOT probe) AS lowest_nonce,
+           coalesce(bool_or(coalesce(winner, false) AND NOT probe), false) AS race_has_winner
+    FROM att WHERE request IS NOT NULL
+    GROUP BY request
+), joined AS (
+    SELECT a.*, n.start_pos, n.started_ts, n.first_token_ts, n.winner_selected_ts, n.receipt_ms,
+           coalesce(n.stream_suppressed, false) AS stream_suppressed,
+           coalesce(n.canceled_line, false) OR coalesce(a.failure_reason = 'client_cancelled', false) AS cancelled,
+           d.decision, d.decision_ts, d.delay_ms,
+           CASE WHEN a.request IS NOT NULL THEN coalesce(d.decision_nonce, r.lowest_nonce) END AS primary_nonce,
+           CASE WHEN a.request IS NOT NULL THEN d.decision_nonce IS NULL END AS primary_inferred,
+           r.race_has_winner
+    FROM att a
+    LEFT JOIN per_nonce n ON n.escrow = a.escrow AND n.nonce = a.nonce
+    LEFT JOIN dec d ON d.request = a.request
+    LEFT JOIN race r ON r.request = a.request
+), roles AS (
+    SELECT j.*,
+           CASE WHEN j.probe THEN 'probe'
+                WHEN j.request IS NULL THEN NULL
+                WHEN j.nonce = j.primary_nonce THEN 'primary'
+                ELSE 'secondary' END AS role,
+           CASE WHEN j.request IS NOT NULL
+                THEN NOT j.probe AND NOT coalesce(j.winner, false) AND j.race_has_winner END AS loser
+    FROM joined j
+)
+SELECT *,
+       loser AND NOT cancelled AND (coalesce(finished, false) OR stream_suppressed) AS suppressed_loser
+FROM roles;
