@@ -328,14 +328,17 @@ class JsonClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get(self, path: str, params: dict[str, Any] | None = None, *, height: int | None = None) -> Response:
+    def get(self, path: str, params: dict[str, Any] | None = None, *, height: int | None = None,
+            parse: Callable[[str], Any] = json.loads) -> Response:
         """GET JSON at ``path`` (with ``params``), pinned at ``height`` when given.
 
+        ``parse`` turns the text into ``data`` (``json.loads``; a streaming reader of the same
+        JSON for a large answer): the ValueError it raises on malformed JSON fails over.
         Raises NotFoundError when a node answers 404 to an unpinned request
         (``{"found": false}`` answers are left to the caller), SourceError when no
         node gave a usable answer.
         """
-        return self._fetch(path, params, height, json.loads)
+        return self._fetch(path, params, height, parse)
 
     def get_text(self, path: str, params: dict[str, Any] | None = None) -> Response:
         """GET a text body (e.g. a Prometheus exposition); ``data`` is the text."""
