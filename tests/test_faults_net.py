@@ -14,6 +14,8 @@ import subprocess
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES, one, q, run_cli, write_recording
 from test_http_hostile import (API, SUMMARY, assert_summary_missing, collect, hostile, recorded,  # noqa: F401
@@ -222,3 +224,138 @@ def test_every_shipped_recording_is_valid():
     assert len(dirs) >= 5
     for d in dirs:
         assert load_recording(d)
+
+
+# -- accounting answers ---------------------------------------------------------------------
+LISTING = json.dumps({"schema_version": 5, "epochs": [{"epoch_index": 403, "schema_version": 5}]}).encode()
+PARTICIPANTS = "/api/v1/epochs/403/participants"
+
+
+@pytest.fixture
+def gateway():
+    """``gateway(participants_body)`` serves an accounting API on 127.0.0.1 that lists epoch
+    403 and answers its participants with ``participants_body``; returns its URL. (The
+    server is the memory benchmark's, which serves the same hostile answers.)"""
+    from benchmarks.bench_hostile_memory import serve
+
+    servers = []
+
+    def start(participants: bytes) -> str:
+        servers.append(serve({"/api/v1/epochs": (LISTING, {}), PARTICIPANTS: (participants, {})}, None))
+        return f"http://127.0.0.1:{servers[-1].server_address[1]}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def participants(n: int, last: dict | None = None) -> bytes:
+    """A participants answer of ``n`` small records (the last one replaced by ``last``)."""
+    records = [b'{"participant":"g%08d","model":"m","assigned_nonces":%d}' % (i, i) for i in range(n)]
+    if last is not None:
+        records[-1] = json.dumps(last).encode()
+    return b'{"schema_version":5,"epoch_index":403,"participants":[' + b",".join(records) + b"]}"
+
+
+def collect_accounting(db, *urls: str, **kw):
+    return run_cli("collect", "-e", "403", *(x for u in urls for x in ("--accounting", u)), "--rate", "0", db=db,
+                   **kw)
+
+
+@pytest.mark.parametrize("n, stored", [(100_000, True), (250_001, False)], ids=["100k-stored", "250001-refused"])
+def test_a_large_accounting_answer_takes_bounded_memory(db, tmp_path, gateway, capsys, n, stored):
+    """Records are validated, turned into rows and inserted a chunk at a time, and an answer
+    of more than MAX_ROWS rows is refused before any: 10^6 records (40 MB) took 4.5 GB
+    before, all of it stored; 100,000 took 675 MiB."""
+    from auditor.sources.accounting import MAX_ROWS
+
+    assert MAX_ROWS == 250_000
+    url = gateway(participants(n))
+    r, rss = run_measured("collect", "-e", "403", "--accounting", url, "--rate", "0", "--timeout", "60",
+                          db=db, tmp_path=tmp_path, timeout=300)
+    with capsys.disabled():
+        print(f"\n  peak RSS of collect with {n:,} accounting records: {rss / 2**20:.0f} MiB")
+    if stored:
+        assert r.returncode == 0, r.stderr
+        assert one(db, "SELECT count(*), sum(assigned_nonces) FROM acct_participants") == (n, n * (n - 1) // 2)
+        assert one(db, "SELECT status, detail FROM coverage WHERE item = 'participants'") == (
+            "ok", f"{n} records, 0 counters, 0 slots (schema_version 5)")
+    else:
+        assert r.returncode == 3, r.stderr
+        assert "250,001 records making 250,001 rows refused (at most 250,000 rows an answer)" in missing_line(
+            r, "epoch 403")
+        assert one(db, "SELECT count(*) FROM acct_participants") == 0
+        assert one(db, "SELECT status FROM coverage WHERE item = 'participants'") == "missing"
+    assert rss < 400 * 2**20, rss
+
+
+@pytest.mark.parametrize("last, why", [
+    ({"participant": "z", "assigned_nonces": 2**70}, "participants.29999.assigned_nonces: Input should be less than"),
+    ({"participant": "z", "counters": [{"count": 1}] * 3 + [{"count": 2**64}]},
+     "participants.29999.counters.3.count: Input should be less than"),
+    ({"participant": "z", "epoch_index": 402}, "answered for epoch 402, not 403"),
+    ({"participant": "g00000001", "model": "m"}, "breaks a key"),
+], ids=["count-2^70", "counter-2^64", "other-epoch", "duplicate"])
+def test_a_bad_record_after_many_rejects_the_whole_epoch(db, gateway, last, why):
+    """The bad record comes after 29,999 good ones, past the first inserted chunk: the epoch's
+    transaction is rolled back whole, and the epoch is missing with the reason."""
+    r = collect_accounting(db, gateway(participants(30_000, last)))
+    assert r.returncode == 3, r.stderr
+    assert why in missing_line(r, "epoch 403"), r.stderr
+    assert one(db, "SELECT count(*) FROM acct_participants") == 0
+    assert one(db, "SELECT count(*) FROM acct_counters") == 0
+    status, detail = one(db, "SELECT status, detail FROM coverage WHERE item = 'participants'")
+    assert status == "missing" and why in detail
+
+
+@pytest.mark.parametrize("bad", [
+    participants(3)[:-5],                                   # truncated
+    participants(3).replace(b"},{", b"},,{", 1),            # a stray comma
+    participants(3)[:-2] + b',{"n":' + b"9" * 5000 + b"}]}",  # a number Python will not read
+    participants(3) + b" x",                                # data after the answer
+], ids=["truncated", "double-comma", "5000-digits", "extra-data"])
+def test_malformed_accounting_json_fails_over_to_the_next_gateway(db, gateway, bad):
+    first, second = gateway(bad), gateway(participants(3))
+    r = collect_accounting(db, first, second)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT count(*) FROM acct_participants") == 3
+    assert one(db, "SELECT DISTINCT source_url FROM acct_participants") == second + PARTICIPANTS
+
+
+# JSON values, and the same text with any whitespace JSON allows between its tokens
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(top=st.dictionaries(st.sampled_from(["schema_version", "epoch_index", "x", "participants"]), json_values,
+                           max_size=4),
+       records=st.one_of(st.none(), st.lists(json_values, max_size=5)), indent=st.sampled_from([None, 0, 2]),
+       cut=st.integers(0, 400))
+def test_the_streamed_reader_agrees_with_json_loads(top, records, indent, cut):
+    """ParticipantsText reads exactly what json.loads reads (top-level fields, then the
+    records one by one), and refuses with ValueError exactly what it refuses, cut anywhere."""
+    from auditor.sources.accounting import ParticipantsText
+
+    data = dict(top) if records is None else {**top, "participants": records}
+    text = json.dumps(data, indent=indent)
+    got = ParticipantsText(text)
+    expected = json.loads(text)
+    wanted = expected.pop("participants", None) if isinstance(expected.get("participants"), list) else None
+    assert got.top == expected
+    assert list(got.records()) == (wanted or [])
+    assert got.count == len(wanted or [])
+    cut_text = text[:cut % (len(text) + 1)]
+    try:
+        json.loads(cut_text)
+        loads_ok = True
+    except ValueError:
+        loads_ok = False
+    try:
+        ParticipantsText(cut_text)
+        assert loads_ok, cut_text
+    except ValueError:
+        assert not loads_ok, cut_text
