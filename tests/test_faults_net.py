@@ -240,8 +240,8 @@ def gateway():
 
     servers = []
 
-    def start(participants: bytes) -> str:
-        servers.append(serve({"/api/v1/epochs": (LISTING, {}), PARTICIPANTS: (participants, {})}, None))
+    def start(participants: bytes, listing: bytes = LISTING) -> str:
+        servers.append(serve({"/api/v1/epochs": (listing, {}), PARTICIPANTS: (participants, {})}, None))
         return f"http://127.0.0.1:{servers[-1].server_address[1]}"
 
     yield start
@@ -359,3 +359,16 @@ def test_the_streamed_reader_agrees_with_json_loads(top, records, indent, cut):
         assert loads_ok, cut_text
     except ValueError:
         assert not loads_ok, cut_text
+
+
+@pytest.mark.parametrize("epochs, why", [
+    ([{"epoch_index": 403}, {"epoch_index": 2**70}], "epochs.1.epoch_index: Input should be less than or equal to"),
+    ([{"epoch_index": 403}] * 100_001, "an epoch list of 100,001 epochs refused (at most 100,000)"),
+], ids=["epoch-2^70", "100001-epochs"])
+def test_an_epoch_list_out_of_bounds_is_missing_in_one_line(db, gateway, epochs, why):
+    """An epoch index of 2^70 was listed, collected, and its coverage row failed the INT64 cast."""
+    url = gateway(participants(3), json.dumps({"schema_version": 5, "epochs": epochs}).encode())
+    r = run_cli("collect", "--accounting", url, "--rate", "0", db=db, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert why in missing_line(r, "epoch list")
+    assert one(db, "SELECT status FROM coverage WHERE item = 'epoch_list'") == "missing"

@@ -19,6 +19,13 @@ Which defaults apply is decided when rows are built, per the record's
   omitempty booleans: absent means false in v5+, NULL before v5;
 - a list that is ``null`` is empty.
 
+Counts are uint64 (the wire and the UBIGINT columns); a value out of range is a wrong
+shape. A participants answer is read as a stream (:class:`ParticipantsText`): its records
+are decoded, validated, turned into rows and inserted a chunk at a time inside the epoch's
+one transaction, so memory holds the body and one chunk, not every record as objects; an
+answer of more than :data:`MAX_ROWS` rows is refused before any is built, and an epoch
+list of more than :data:`MAX_LISTED` epochs is refused.
+
 A requested epoch the gateway does not list, an HTTP failure or a response that is
 not the documented JSON leaves that epoch in ``CollectReport.missing`` with a
 one-line reason; whatever was obtained for other epochs is stored, and rows stored
@@ -395,6 +402,7 @@ ROW_CHUNK = 20_000  # rows validated, built and inserted at a time
 # some thousands of rows; beyond this the epoch is refused (the store's transaction holding
 # every row of the epoch until it commits is what memory grows with: 10^6 rows took 900 MB)
 MAX_ROWS = 250_000
+MAX_LISTED = 100_000  # epochs an epoch list may hold (one a day would take 270 years)
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -635,10 +643,14 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
     listing: EpochsResponse | None = None
     listing_resp, err = _fetch(client, "/api/v1/epochs")
     if listing_resp is not None:
-        try:
-            listing = decode_epochs(listing_resp.data)
-        except ValidationError as exc:
-            err = f"{listing_resp.url} is not an accounting epoch list ({_one_line(exc)})"
+        raw = listing_resp.data.get("epochs") if isinstance(listing_resp.data, dict) else None
+        if isinstance(raw, list) and len(raw) > MAX_LISTED:
+            err = f"{listing_resp.url}: an epoch list of {len(raw):,} epochs refused (at most {MAX_LISTED:,})"
+        else:
+            try:
+                listing = decode_epochs(listing_resp.data)
+            except ValidationError as exc:
+                err = f"{listing_resp.url} is not an accounting epoch list ({_one_line(exc)})"
     listed: dict[int, EpochSummary] = {}
     if listing is not None:
         for s in listing.epochs:
