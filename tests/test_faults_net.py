@@ -76,6 +76,23 @@ def test_an_out_of_range_height_in_the_root_group_is_one_line(db, hostile):
     assert one(db, "SELECT count(*) FROM chain_epochs") == 0
 
 
+def test_heights_computed_past_int64_cost_the_params_only(db, hostile):
+    """Each parameter fits int64, their sum with S(N) does not: the boundary heights would fail
+    the BIGINT columns at the write. The params item is missing; the rest of the epoch stored."""
+    def huge_stage(h, entry):
+        data = json.loads(entry["body"])
+        data["params"]["epoch_params"]["poc_stage_duration"] = str(2**63 - 1)
+        send(h, 200, json.dumps(data).encode())
+
+    node = hostile({f"{API}/params": huge_stage})
+    r = collect(db, node.url)
+    assert r.returncode == 3, r.stderr
+    assert "boundary heights out of the int64 range" in missing_line(r, "params (epoch)")
+    assert one(db, "SELECT count(*) FROM chain_epochs") == 1
+    assert one(db, "SELECT count(*) FROM chain_performance") == 27
+    assert one(db, "SELECT count(*) FROM chain_epoch_heights") == 0
+
+
 @pytest.mark.parametrize("value", [str(2**70), str(2**64), "-1", "9" * 5000])
 def test_a_count_beyond_uint64_is_a_shape_error(db, hostile, value):
     """missed_requests = 2^70 used to be stored (HUGEINT) and the miss test then reported an

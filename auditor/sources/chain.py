@@ -761,8 +761,6 @@ def _drop_unstorable(store: Store, run: _Run) -> None:
                 run.missing(table, f"not stored: {bad[0]} = {bad[1]} is out of the {types[bad[0]]} range")
                 rows.clear()
                 break
-    run.block_times = [bt for bt in run.block_times if not _beyond_int64({"height": bt["height"]})]
-    run.coverage = [c for c in run.coverage if not _beyond_int64({"height": c["height"]})]
 
 
 def _write(store: Store, run: _Run) -> None:
