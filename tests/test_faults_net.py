@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, one, q, run_cli, write_recording
+from conftest import FIXTURES, one, run_cli, write_recording
 from test_http_hostile import (API, SUMMARY, assert_summary_missing, collect, hostile, recorded,  # noqa: F401
                                run_measured, send)
 
