@@ -19,6 +19,13 @@ Which defaults apply is decided when rows are built, per the record's
   omitempty booleans: absent means false in v5+, NULL before v5;
 - a list that is ``null`` is empty.
 
+Counts are uint64 (the wire and the UBIGINT columns); a value out of range is a wrong
+shape. A participants answer is read as a stream (:class:`ParticipantsText`): its records
+are decoded, validated, turned into rows and inserted a chunk at a time inside the epoch's
+one transaction, so memory holds the body and one chunk, not every record as objects; an
+answer of more than :data:`MAX_ROWS` rows is refused before any is built, and an epoch
+list of more than :data:`MAX_LISTED` epochs is refused.
+
 A requested epoch the gateway does not list, an HTTP failure or a response that is
 not the documented JSON leaves that epoch in ``CollectReport.missing`` with a
 one-line reason; whatever was obtained for other epochs is stored, and rows stored
@@ -28,12 +35,13 @@ by an earlier successful collection of the failed epoch are kept.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Optional
 
 import duckdb
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
                       WrapValidator)
 
 from ..errors import SourceError
@@ -84,8 +92,12 @@ def _lenient_time(v: Any, handler: Any) -> Any:
         return None
 
 
-Count = Annotated[Optional[int], Field(ge=0)]
-CountMap = Annotated[Optional[dict[str, Annotated[int, Field(ge=0)]]], BeforeValidator(_count_map)]
+UINT64_MAX = 2**64 - 1
+# counts are uint64 on the wire and UBIGINT in the store: out of range is a shape error
+Count = Annotated[Optional[int], Field(ge=0, le=UINT64_MAX)]
+CountMap = Annotated[Optional[dict[str, Annotated[int, Field(ge=0, le=UINT64_MAX)]]], BeforeValidator(_count_map)]
+SlotId = Annotated[Optional[int], Field(ge=0, le=2**63 - 1)]  # a BIGINT column
+Version = Annotated[Optional[int], Field(ge=-2**31, le=2**31 - 1)]  # an INTEGER column
 Str = Annotated[str, BeforeValidator(_none_to_empty_str)]
 Time = Annotated[Optional[datetime], WrapValidator(_lenient_time)]
 
@@ -96,7 +108,7 @@ class _Model(BaseModel):
 
 
 class CounterKey(_Model):
-    slot_id: Count = None
+    slot_id: SlotId = None
     disposition: Str = ""
     dispatch_phase: Str = ""
     timeout_evaluation_phase: Str = ""
@@ -145,7 +157,7 @@ class Finding(_Model):
 class _Totals(_Model):
     """Fields shared by EpochSummary, ParticipantRecord and (mostly) SlotRecord."""
 
-    schema_version: Optional[int] = None
+    schema_version: Version = None
     assigned_nonces: Count = None
     dispositions: CountMap = None
     timeout_outcomes: CountMap = None
@@ -164,7 +176,7 @@ class _Totals(_Model):
 
 class SlotRecord(_Totals):
     escrow_id: Str = ""
-    slot_id: Count = None
+    slot_id: SlotId = None
     delivery_reasons: CountMap = None            # v5, omitempty
     recorded_invalid_transitions: Count = None
     cross_check_error: Count = None              # v4+
@@ -172,7 +184,7 @@ class SlotRecord(_Totals):
 
 class EpochSummary(_Totals):
     updated_at: Time = None
-    epoch_index: Count = None
+    epoch_index: Annotated[Optional[int], Field(ge=0, le=2**63 - 1)] = None  # stored as the BIGINT epoch
     cross_check_errors: Count = None
     recording_errors: Count = None               # v2-v3
     writer_errors: Count = None                  # v2-v3
@@ -196,13 +208,13 @@ class ParticipantRecord(_Totals):
 
 
 class EpochsResponse(_Model):
-    schema_version: Optional[int] = None
+    schema_version: Version = None
     epochs: Annotated[list[EpochSummary], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list)
 
 
 class ParticipantsResponse(_Model):
-    schema_version: Optional[int] = None
+    schema_version: Version = None
     epoch_index: Count = None
     participants: Annotated[list[ParticipantRecord], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list)
@@ -273,93 +285,299 @@ def epoch_row(epoch: int, s: EpochSummary, listing_version: int | None, prov: di
     }
 
 
+def _participant_row(ident: dict[str, Any], rec: ParticipantRecord, v: int | None, prov: dict[str, Any],
+                     sizes: dict[str, int | None]) -> dict[str, Any]:
+    cc = rec.cross_checks
+    return {
+        **ident,
+        "schema_version": v,
+        "updated_at": rec.updated_at,
+        **_totals(rec),
+        "recording_errors": rec.recording_errors,
+        "writer_errors": rec.writer_errors,
+        "cc_timeout_applied": cc.timeout_applied if cc else None,
+        "cc_host_missed": cc.host_missed if cc else None,
+        "cc_recorded_invalid_transitions": cc.recorded_invalid_transitions if cc else None,
+        "cc_host_invalid": cc.host_invalid if cc else None,
+        "cc_error_count": cc.error_count if cc else None,
+        "n_escrows": sizes["latest_nonces"],
+        "n_counters": sizes["counters"],
+        "n_slots": sizes["slots"],
+        "n_findings": sizes["findings"],
+        "extra": _json({**(rec.model_extra or {}),
+                        **({"cross_checks": cc.model_extra} if cc and cc.model_extra else {})} or None),
+        **prov,
+    }
+
+
+def _nonce_row(ident: dict[str, Any], i: int, n: EscrowNonce, v: int | None, prov: dict[str, Any]) -> dict[str, Any]:
+    return {**ident, "escrow_id": n.escrow_id, "latest_nonce": n.latest_nonce, "phase": n.phase,
+            "schema_version": v, "extra": _extra(n), **prov}
+
+
+def _counter_row(ident: dict[str, Any], i: int, c: CounterRecord, v: int | None, prov: dict[str, Any]) -> dict[str, Any]:
+    v5 = _from_v5(v)
+
+    def flag(b: bool | None) -> bool | None:
+        return b if b is not None else (False if v5 else None)
+
+    k = c.key
+    return {
+        **ident, "escrow_id": c.escrow_id, "seq": i, "slot_id": k.slot_id,
+        "disposition": k.disposition, "dispatch_phase": k.dispatch_phase,
+        "timeout_evaluation_phase": k.timeout_evaluation_phase,
+        "quarantine_mode": k.quarantine_mode, "no_send_reason": k.no_send_reason,
+        "failure_origin": k.failure_origin, "detail_reason": k.detail_reason,
+        "delivery_reason": k.delivery_reason if k.delivery_reason is not None else ("" if v5 else None),
+        "timeout_kind": k.timeout_kind, "timeout_outcome": k.timeout_outcome,
+        "timeout_reason": k.timeout_reason,
+        "logprobs_decoded": flag(k.logprobs_decoded), "slow_receipt": flag(k.slow_receipt),
+        "slow_chunk": flag(k.slow_chunk), "clock_drifted": flag(k.clock_drifted),
+        "count": c.count,
+        "key_extra": _json({**(k.model_extra or {}), **({"record": c.model_extra} if c.model_extra else {})}
+                           or None),
+        "schema_version": v, **prov,
+    }
+
+
+def _slot_row(ident: dict[str, Any], i: int, s: SlotRecord, v: int | None, prov: dict[str, Any]) -> dict[str, Any]:
+    delivery = s.delivery_reasons if s.delivery_reasons is not None else ({} if _from_v5(v) else None)
+    return {
+        **ident, "escrow_id": s.escrow_id, "slot_id": s.slot_id, **_totals(s),
+        "delivery_reasons": _json(delivery),
+        "recorded_invalid_transitions": s.recorded_invalid_transitions,
+        "cross_check_error": s.cross_check_error,
+        "extra": _extra(s),
+        "schema_version": s.schema_version if s.schema_version is not None else v, **prov,
+    }
+
+
+def _finding_row(ident: dict[str, Any], i: int, f: Finding, v: int | None, prov: dict[str, Any]) -> dict[str, Any]:
+    return {**ident, "seq": i, "code": f.code, "severity": f.severity, "part": f.part,
+            "whole": f.whole, "extra": _extra(f), "schema_version": v, **prov}
+
+
+# the lists of a ParticipantRecord: field, item model, table, row builder
+_LISTS = (("latest_nonces", EscrowNonce, "acct_escrow_nonces", _nonce_row),
+          ("counters", CounterRecord, "acct_counters", _counter_row),
+          ("slots", SlotRecord, "acct_slots", _slot_row),
+          ("findings", Finding, "acct_findings", _finding_row))
+
+
 def participant_rows(epoch: int, resp: ParticipantsResponse, prov: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Rows for every acct_* table but acct_epochs, from one participants response."""
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES if t != "acct_epochs"}
     for rec in resp.participants:
         v = rec.schema_version if rec.schema_version is not None else resp.schema_version
-        v5 = _from_v5(v)
         ident = {"epoch": epoch, "participant": rec.participant, "model": rec.model}
-        cc = rec.cross_checks
-        out["acct_participants"].append({
-            **ident,
-            "schema_version": v,
-            "updated_at": rec.updated_at,
-            **_totals(rec),
-            "recording_errors": rec.recording_errors,
-            "writer_errors": rec.writer_errors,
-            "cc_timeout_applied": cc.timeout_applied if cc else None,
-            "cc_host_missed": cc.host_missed if cc else None,
-            "cc_recorded_invalid_transitions": cc.recorded_invalid_transitions if cc else None,
-            "cc_host_invalid": cc.host_invalid if cc else None,
-            "cc_error_count": cc.error_count if cc else None,
-            "n_escrows": len(rec.latest_nonces),
-            "n_counters": len(rec.counters),
-            "n_slots": len(rec.slots),
-            "n_findings": None if rec.findings is None else len(rec.findings),
-            "extra": _json({**(rec.model_extra or {}),
-                            **({"cross_checks": cc.model_extra} if cc and cc.model_extra else {})} or None),
-            **prov,
-        })
-        for n in rec.latest_nonces:
-            out["acct_escrow_nonces"].append({
-                **ident, "escrow_id": n.escrow_id, "latest_nonce": n.latest_nonce, "phase": n.phase,
-                "schema_version": v, "extra": _extra(n), **prov,
-            })
-        def flag(b: bool | None) -> bool | None:
-            return b if b is not None else (False if v5 else None)
-
-        for i, c in enumerate(rec.counters):
-            k = c.key
-            out["acct_counters"].append({
-                **ident, "escrow_id": c.escrow_id, "seq": i, "slot_id": k.slot_id,
-                "disposition": k.disposition, "dispatch_phase": k.dispatch_phase,
-                "timeout_evaluation_phase": k.timeout_evaluation_phase,
-                "quarantine_mode": k.quarantine_mode, "no_send_reason": k.no_send_reason,
-                "failure_origin": k.failure_origin, "detail_reason": k.detail_reason,
-                "delivery_reason": k.delivery_reason if k.delivery_reason is not None else ("" if v5 else None),
-                "timeout_kind": k.timeout_kind, "timeout_outcome": k.timeout_outcome,
-                "timeout_reason": k.timeout_reason,
-                "logprobs_decoded": flag(k.logprobs_decoded), "slow_receipt": flag(k.slow_receipt),
-                "slow_chunk": flag(k.slow_chunk), "clock_drifted": flag(k.clock_drifted),
-                "count": c.count,
-                "key_extra": _json({**(k.model_extra or {}), **({"record": c.model_extra} if c.model_extra else {})}
-                                   or None),
-                "schema_version": v, **prov,
-            })
-        for s in rec.slots:
-            delivery = s.delivery_reasons if s.delivery_reasons is not None else ({} if v5 else None)
-            out["acct_slots"].append({
-                **ident, "escrow_id": s.escrow_id, "slot_id": s.slot_id, **_totals(s),
-                "delivery_reasons": _json(delivery),
-                "recorded_invalid_transitions": s.recorded_invalid_transitions,
-                "cross_check_error": s.cross_check_error,
-                "extra": _extra(s),
-                "schema_version": s.schema_version if s.schema_version is not None else v, **prov,
-            })
-        for i, f in enumerate(rec.findings or []):
-            out["acct_findings"].append({
-                **ident, "seq": i, "code": f.code, "severity": f.severity, "part": f.part,
-                "whole": f.whole, "extra": _extra(f), "schema_version": v, **prov,
-            })
+        sizes = {f: None if getattr(rec, f) is None else len(getattr(rec, f)) for f, *_ in _LISTS}
+        out["acct_participants"].append(_participant_row(ident, rec, v, prov, sizes))
+        for field, _, table, build in _LISTS:
+            out[table].extend(build(ident, i, item, v, prov) for i, item in enumerate(getattr(rec, field) or []))
     return out
+
+
+def _unknown(prefix: str, m: BaseModel, names: set[str]) -> None:
+    if m.model_extra:
+        names.update(prefix + k for k in m.model_extra)
+    for name, child in m.__dict__.items():  # the fields' values (the extra ones are in model_extra)
+        if isinstance(child, BaseModel):
+            _unknown(f"{prefix}{name}.", child, names)
+        elif type(child) is list:
+            for it in child:
+                if isinstance(it, BaseModel):
+                    _unknown(f"{prefix}{name}.", it, names)
 
 
 def unknown_fields(resp: ParticipantsResponse) -> set[str]:
     """Dotted names of the fields this decoder does not know (for a run-report note)."""
     names: set[str] = set()
-
-    def walk(prefix: str, m: BaseModel) -> None:
-        names.update(prefix + k for k in (m.model_extra or {}))
-        for name in type(m).model_fields:
-            child = getattr(m, name)
-            items = child if isinstance(child, list) else [child]
-            for it in items:
-                if isinstance(it, BaseModel):
-                    walk(f"{prefix}{name}.", it)
-
-    walk("", resp)
+    _unknown("", resp, names)
     return names
+
+
+# -- a participants answer, read as a stream ----------------------------------------------
+ROW_CHUNK = 20_000  # rows validated, built and inserted at a time
+# rows (all acct_* tables) one participants answer may hold: a real epoch's answer is a few MB,
+# some thousands of rows; beyond this the epoch is refused (the store's transaction holding
+# every row of the epoch until it commits is what memory grows with: 10^6 rows took 900 MB)
+MAX_ROWS = 250_000
+MAX_LISTED = 100_000  # epochs an epoch list may hold (one a day would take 270 years)
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _ws(s: str, i: int) -> int:
+    return _WS.match(s, i).end()
+
+
+class ParticipantsText:
+    """A participants answer whose records are decoded one at a time, so that memory holds
+    the body's text and one chunk of rows, never every record as objects at once (a 35 MB
+    answer of 10^6 tiny records took 4.7 GB that way).
+
+    Built by the HTTP client in place of ``json.loads``: the whole text is checked here
+    (JSON syntax, the same as ``json.loads`` accepts; each record is decoded and dropped), so
+    malformed JSON raises ValueError and the client fails over, as for any answer. ``top``
+    holds the top-level fields but ``participants``; :meth:`records` decodes the records again,
+    one by one."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.top: dict[str, Any] = {}
+        self.is_object = True
+        self.records_at: int | None = None  # where the participants array's first record starts
+        self.count = 0
+        self.rows = 0  # the rows the records would make: one each, and one per item of their lists
+        s = self.text
+        i = _ws(s, 0)
+        if not s.startswith("{", i):
+            self.is_object = False
+            _, i = _DECODER.raw_decode(s, i)
+        else:
+            i = self._members(_ws(s, i + 1))
+        if _ws(s, i) != len(s):
+            raise json.JSONDecodeError("Extra data", s, _ws(s, i))
+
+    def _members(self, i: int) -> int:
+        s = self.text
+        if s.startswith("}", i):
+            return i + 1
+        while True:
+            if not s.startswith('"', i):
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", s, i)
+            key, i = _DECODER.raw_decode(s, i)
+            i = _ws(s, i)
+            if not s.startswith(":", i):
+                raise json.JSONDecodeError("Expecting ':' delimiter", s, i)
+            i = _ws(s, i + 1)
+            if key == "participants" and s.startswith("[", i):
+                self.top.pop(key, None)
+                self.records_at, self.count, self.rows = i + 1, 0, 0
+                for record in self._array(i + 1):
+                    self.count += 1
+                    self.rows += 1 + (sum(len(x) for f, *_ in _LISTS if isinstance(x := record.get(f), list))
+                                      if isinstance(record, dict) else 0)
+                i = self._end
+            else:
+                self.top[key], i = _DECODER.raw_decode(s, i)
+                if key == "participants":
+                    self.records_at, self.count, self.rows = None, 0, 0
+            i = _ws(s, i)
+            if s.startswith(",", i):
+                i = _ws(s, i + 1)
+            elif s.startswith("}", i):
+                return i + 1
+            else:
+                raise json.JSONDecodeError("Expecting ',' delimiter", s, i)
+
+    def _array(self, i: int) -> Iterator[Any]:
+        """The values of the array whose first value starts at ``i`` (after ``[``), one by one;
+        ``_end`` is then the index after its ``]``."""
+        s = self.text
+        i = _ws(s, i)
+        if s.startswith("]", i):
+            self._end = i + 1
+            return
+        while True:
+            value, i = _DECODER.raw_decode(s, i)
+            yield value
+            i = _ws(s, i)
+            if s.startswith(",", i):
+                i = _ws(s, i + 1)
+            elif s.startswith("]", i):
+                self._end = i + 1
+                return
+            else:
+                raise json.JSONDecodeError("Expecting ',' delimiter", s, i)
+
+    def records(self) -> Iterator[Any]:
+        return iter(()) if self.records_at is None else self._array(self.records_at)
+
+
+class _Shape(Exception):
+    """An answer that is not the documented one: the reason, one line."""
+
+
+def _shape(exc: ValidationError, *where: object) -> str:
+    """``_one_line`` of an error in a part of the answer: ``where`` is its place (the first
+    number of the error's own location is added to the last of ``where``: a slice's offset)."""
+    first = exc.errors()[0]
+    loc = list(first.get("loc", ()))
+    place = list(where)
+    if place and isinstance(place[-1], int) and loc and isinstance(loc[0], int):
+        place[-1] += loc.pop(0)
+    dotted = ".".join(str(p) for p in place + loc) or "(top level)"
+    return f"{dotted}: {first.get('msg', 'invalid')}"
+
+
+def _streamed_rows(epoch: int, answer: ParticipantsText, url: str, prov: dict[str, Any],
+                   seen: dict[str, Any]) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """Batches of rows (at most about ROW_CHUNK) of a streamed participants answer, table by
+    table. Raises _Shape on the first part that is not the documented shape, or that is of
+    another epoch. ``seen`` gathers the schema versions, unknown field names and counts."""
+    def refuse(why: str) -> _Shape:
+        return _Shape(f"{url} is not an accounting participants answer ({why})")
+
+    if not answer.is_object:
+        raise refuse("(top level): not a JSON object")
+    try:
+        head = ParticipantsResponse.model_validate(answer.top)
+    except ValidationError as exc:
+        raise refuse(_shape(exc)) from None
+    if head.epoch_index is not None and head.epoch_index != epoch:
+        raise _Shape(f"{url} answered for epoch {head.epoch_index}, not {epoch}")
+    if answer.rows > MAX_ROWS:
+        raise _Shape(f"{url}: {answer.count:,} records making {answer.rows:,} rows refused "
+                     f"(at most {MAX_ROWS:,} rows an answer)")
+    _unknown("", head, seen["unknown"])
+    if head.schema_version is not None:
+        seen["versions"].add(head.schema_version)
+    batch: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES if t != "acct_epochs"}
+    pending = 0
+    for n, raw in enumerate(answer.records()):
+        lists = {f: raw.pop(f) for f, *_ in _LISTS if isinstance(raw, dict) and f in raw}
+        try:
+            for f, items in lists.items():
+                if items is not None and not isinstance(items, list):
+                    ParticipantRecord.model_validate({f: items})  # raises, naming the field
+            rec = ParticipantRecord.model_validate(raw if not lists else {**raw, **{
+                f: None if items is None else [] for f, items in lists.items()}})
+        except ValidationError as exc:
+            raise refuse(_shape(exc, "participants", n)) from None
+        if rec.epoch_index is not None and rec.epoch_index != epoch:
+            raise _Shape(f"{url} answered for epoch {rec.epoch_index}, not {epoch}")
+        v = rec.schema_version if rec.schema_version is not None else head.schema_version
+        if v is not None:
+            seen["versions"].add(v)
+        _unknown("participants.", rec, seen["unknown"])
+        ident = {"epoch": epoch, "participant": rec.participant, "model": rec.model}
+        sizes = {f: len(lists.get(f) or ()) for f, *_ in _LISTS}
+        sizes["findings"] = len(lists["findings"] or ()) if "findings" in lists else None
+        batch["acct_participants"].append(_participant_row(ident, rec, v, prov, sizes))
+        pending += 1
+        for field, model, table, build in _LISTS:
+            items = lists.get(field) or []
+            for a in range(0, len(items), ROW_CHUNK):
+                try:
+                    models = _ADAPTERS[field].validate_python(items[a:a + ROW_CHUNK])
+                except ValidationError as exc:
+                    raise refuse(_shape(exc, "participants", n, field, a)) from None
+                for m in models:
+                    _unknown(f"participants.{field}.", m, seen["unknown"])
+                batch[table].extend(build(ident, a + i, m, v, prov) for i, m in enumerate(models))
+                pending += len(models)
+                if pending >= ROW_CHUNK:
+                    yield batch
+                    batch, pending = {t: [] for t in batch}, 0
+            lists.pop(field, None)  # its raw items are no longer needed
+        if pending >= ROW_CHUNK:
+            yield batch
+            batch, pending = {t: [] for t in batch}, 0
+    yield batch
+
+
+_ADAPTERS = {f: TypeAdapter(list[model]) for f, model, *_ in _LISTS}
 
 
 # -- storage ------------------------------------------------------------------------
@@ -412,9 +630,9 @@ def _fail(store: Store, report: CollectReport, epoch: int, reason: str, url: str
         store.replace("coverage", {"source": SOURCE, "epoch": epoch}, cov)
 
 
-def _fetch(client: JsonClient, path: str) -> tuple[Response | None, str | None]:
+def _fetch(client: JsonClient, path: str, parse: Any = json.loads) -> tuple[Response | None, str | None]:
     try:
-        return client.get(path), None
+        return client.get(path, parse=parse), None
     except SourceError as exc:
         return None, str(exc)
 
@@ -425,10 +643,14 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
     listing: EpochsResponse | None = None
     listing_resp, err = _fetch(client, "/api/v1/epochs")
     if listing_resp is not None:
-        try:
-            listing = decode_epochs(listing_resp.data)
-        except ValidationError as exc:
-            err = f"{listing_resp.url} is not an accounting epoch list ({_one_line(exc)})"
+        raw = listing_resp.data.get("epochs") if isinstance(listing_resp.data, dict) else None
+        if isinstance(raw, list) and len(raw) > MAX_LISTED:
+            err = f"{listing_resp.url}: an epoch list of {len(raw):,} epochs refused (at most {MAX_LISTED:,})"
+        else:
+            try:
+                listing = decode_epochs(listing_resp.data)
+            except ValidationError as exc:
+                err = f"{listing_resp.url} is not an accounting epoch list ({_one_line(exc)})"
     listed: dict[int, EpochSummary] = {}
     if listing is not None:
         for s in listing.epochs:
@@ -463,60 +685,56 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             summary_row = epoch_row(epoch, summary, listing.schema_version,
                                     {"source_url": listing_resp.url, "height": None,
                                      "fetched_at": listing_resp.fetched_at})
-        resp, err = _fetch(client, f"/api/v1/epochs/{epoch}/participants")
-        parsed: ParticipantsResponse | None = None
-        if resp is not None:
-            try:
-                parsed = decode_participants(resp.data)
-            except ValidationError as exc:
-                err = f"{resp.url} is not an accounting participants answer ({_one_line(exc)})"
-            else:
-                got = {parsed.epoch_index} | {r.epoch_index for r in parsed.participants}
-                got.discard(None)
-                if got - {epoch}:
-                    err = f"{resp.url} answered for epoch {sorted(got - {epoch})[0]}, not {epoch}"
-                    parsed = None
-        if parsed is None or resp is None:
-            _fail(store, report, epoch, f"participants not obtained: {err}", resp.url if resp else None,
-                  summary_row)
+        resp, err = _fetch(client, f"/api/v1/epochs/{epoch}/participants", parse=ParticipantsText)
+        if resp is None:
+            _fail(store, report, epoch, f"participants not obtained: {err}", None, summary_row)
             continue
-        if _store_epoch(store, report, epoch, summary_row, parsed, resp):
-            unknown |= unknown_fields(parsed)
+        unknown |= _store_epoch(store, report, epoch, summary_row, resp)
     if unknown:
         report.notes.append("fields this auditor does not know, kept raw in `extra`: " + ", ".join(sorted(unknown)))
     return report
 
 
 def _store_epoch(store: Store, report: CollectReport, epoch: int, summary_row: dict[str, Any] | None,
-                 parsed: ParticipantsResponse, resp: Response) -> bool:
-    """Replace everything stored for ``epoch`` with this answer, in one transaction."""
+                 resp: Response) -> set[str]:
+    """Replace everything stored for ``epoch`` with this answer, in one transaction, its records
+    validated and inserted a chunk at a time (:func:`_streamed_rows`). An answer that turns
+    out not to be the documented shape, or to break a key, is rolled back whole and the epoch
+    failed. Returns the names of the fields this decoder does not know."""
     prov = {"source_url": resp.url, "height": None, "fetched_at": resp.fetched_at}
-    tables = participant_rows(epoch, parsed, prov)
+    seen: dict[str, Any] = {"versions": set(), "unknown": set()}
+    counts = dict.fromkeys(TABLES, 0)
     if summary_row is not None:
-        tables["acct_epochs"] = [summary_row]
         cov = [_coverage(epoch, "epoch_summary", "ok", f"schema_version {summary_row['schema_version']}",
                          summary_row["source_url"], summary_row["fetched_at"])]
     else:
         cov = [_coverage(epoch, "epoch_summary", "missing", "the epoch list was not obtained",
                          None, resp.fetched_at)]
-    versions = sorted({r["schema_version"] for r in tables["acct_participants"] if r["schema_version"] is not None}
-                      | ({parsed.schema_version} if parsed.schema_version is not None else set()))
-    cov.append(_coverage(epoch, "participants", "ok",
-                         f"{len(tables['acct_participants'])} records, {len(tables['acct_counters'])} counters, "
-                         f"{len(tables['acct_slots'])} slots (schema_version "
-                         f"{', '.join(map(str, versions)) or 'unknown'})",
-                         resp.url, resp.fetched_at))
     try:
         with store.transaction():
-            counts = {t: store.replace(t, {"epoch": epoch}, tables.get(t, [])) for t in TABLES}
+            for t in TABLES:
+                store.replace(t, {"epoch": epoch}, [summary_row] if t == "acct_epochs" and summary_row else [])
+            counts["acct_epochs"] = 1 if summary_row is not None else 0
+            for batch in _streamed_rows(epoch, resp.data, resp.url, prov, seen):
+                for t, rows in batch.items():
+                    counts[t] += store.insert(t, rows)
+            versions = sorted(seen["versions"])
+            cov.append(_coverage(epoch, "participants", "ok",
+                                 f"{counts['acct_participants']} records, {counts['acct_counters']} counters, "
+                                 f"{counts['acct_slots']} slots (schema_version "
+                                 f"{', '.join(map(str, versions)) or 'unknown'})",
+                                 resp.url, resp.fetched_at))
             store.replace("coverage", {"source": SOURCE, "epoch": epoch}, cov)
+    except _Shape as exc:
+        _fail(store, report, epoch, f"participants not obtained: {exc}", resp.url, summary_row)
+        return set()
     except duckdb.ConstraintException as exc:
         # e.g. two records for the same (participant, model): not the documented shape
         first = str(exc).splitlines()[0]
         _fail(store, report, epoch, f"participants not stored: {resp.url} breaks a key ({first})", resp.url,
               summary_row)
-        return False
+        return set()
     for t, n in counts.items():
         if n:
             report.add(t, n)
-    return True
+    return seen["unknown"]

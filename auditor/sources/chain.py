@@ -2,7 +2,10 @@
 
 Follows the fetch plan of chain-api.md section 13. Responses are decoded once,
 here, into pydantic models that accept the wire format exactly: 64-bit integers
-as strings (or numbers), ``Decimal`` as ``{value, exponent}``, camelCase keys
+as strings (or numbers), each checked against its wire type or the narrower column
+it is stored in (``Int``: int64, ``U64``: uint64, ``I32``; out of range is a shape
+error, so that item is missing and the rest of the epoch stored), ``Decimal`` as
+``{value, exponent}`` (within DECIMAL(38,18)), camelCase keys
 where the chain uses them, absent or null fields as defaults, unknown fields
 ignored, and both shapes of the v0.2.15 dapi.
 
@@ -19,7 +22,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Callable
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import NotFoundError, SourceError
 from ..heights import EpochParams, cpoc_windows, epoch_boundaries
@@ -33,6 +36,12 @@ API = "/chain-api/productscience/inference/inference"
 
 
 # -- wire decoding -------------------------------------------------------------
+INT64 = (-2**63, 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+INT32 = (-2**31, 2**31 - 1)
+MAX_DIGITS = 40  # longer than any 64-bit integer, sign and padding included: refused unread
+
+
 def _to_int(v: Any) -> int:
     if v is None or v == "":
         return 0
@@ -41,10 +50,28 @@ def _to_int(v: Any) -> int:
     if isinstance(v, int):
         return v
     if isinstance(v, str):
-        return int(v.strip())
+        text = v.strip()
+        if len(text) > MAX_DIGITS:
+            raise ValueError(f"a number of {len(text)} characters is out of range")
+        return int(text)
     if isinstance(v, float) and v.is_integer():
         return int(v)
     raise ValueError(f"not an integer: {v!r}")
+
+
+def _bounded(lo: int, hi: int, name: str) -> Callable[[Any], int]:
+    """The integer of a wire value, which must fit ``name`` (the wire type, or the column it is
+    stored in when that is narrower): out of range it is a shape error, not a failed write."""
+    def check(v: Any) -> int:
+        n = _to_int(v)
+        if not lo <= n <= hi:
+            shown = str(n) if len(str(n)) <= 24 else f"a {len(str(n))}-digit number"
+            raise ValueError(f"{shown} is out of the {name} range")
+        return n
+    return check
+
+
+MAX_DECIMAL = Decimal(10) ** 20  # DECIMAL(38,18), the column chain Decimals are stored in
 
 
 def to_decimal(v: Any) -> Decimal | None:
@@ -52,18 +79,32 @@ def to_decimal(v: Any) -> Decimal | None:
     if v is None or v == "" or v == {}:
         return None
     if isinstance(v, dict):
-        return Decimal(_to_int(v.get("value"))).scaleb(_to_int(v.get("exponent")))
-    if isinstance(v, bool):
+        d = Decimal(_bounded(*INT64, "int64")(v.get("value"))).scaleb(_bounded(*INT32, "int32")(v.get("exponent")))
+    elif isinstance(v, bool):
         raise ValueError("a boolean is not a decimal")
-    if isinstance(v, (int, str)):
-        return Decimal(str(v).strip())
-    if isinstance(v, float):
-        return Decimal(repr(v))
-    raise ValueError(f"not a decimal: {v!r}")
+    elif isinstance(v, (int, str)):
+        if len(str(v).strip()) > MAX_DIGITS:
+            raise ValueError(f"a number of {len(str(v).strip())} characters is out of range")
+        d = Decimal(str(v).strip())
+    elif isinstance(v, float):
+        d = Decimal(repr(v))
+    else:
+        raise ValueError(f"not a decimal: {v!r}")
+    return d
 
 
-Int = Annotated[int, BeforeValidator(_to_int)]
-Dec = Annotated[Decimal | None, BeforeValidator(to_decimal)]
+def _storable_decimal(d: Decimal | None) -> Decimal | None:
+    if d is not None and (not d.is_finite() or abs(d) >= MAX_DECIMAL):
+        raise ValueError(f"{d} is out of the DECIMAL(38,18) range")
+    return d
+
+
+Int = Annotated[int, BeforeValidator(_bounded(*INT64, "int64"))]  # int64 on the wire, or a BIGINT column
+U64 = Annotated[int, BeforeValidator(_bounded(*UINT64, "uint64"))]  # uint64 counts and ids
+I32 = Annotated[int, BeforeValidator(_bounded(*INT32, "int32"))]
+# int64 weights stored as HUGEINT: either 64-bit range is kept exactly (uint64 max included)
+W64 = Annotated[int, BeforeValidator(_bounded(INT64[0], UINT64[1], "64-bit"))]
+Dec = Annotated[Decimal | None, BeforeValidator(to_decimal), AfterValidator(_storable_decimal)]
 
 
 class Wire(BaseModel):
@@ -81,18 +122,18 @@ class Wire(BaseModel):
 
 class MLNodeInfo(Wire):
     node_id: str = ""
-    throughput: Int = 0
-    poc_weight: Int = 0
+    throughput: W64 = 0
+    poc_weight: W64 = 0
     timeslot_allocation: list[bool] = []
 
 
 class ValidationWeight(Wire):
     member_address: str = ""
-    weight: Int = 0
-    reputation: Int = 0
+    weight: W64 = 0
+    reputation: I32 = 0
     ml_nodes: list[MLNodeInfo] = []
-    confirmation_weight: Int = 0
-    voting_power: Int = 0
+    confirmation_weight: W64 = 0
+    voting_power: W64 = 0
 
 
 class WeightScale(Wire):
@@ -106,10 +147,10 @@ class EpochGroupData(Wire):
     effective_block_height: Int = 0
     last_block_height: Int = 0
     validation_weights: list[ValidationWeight] = []
-    total_weight: Int = 0
+    total_weight: W64 = 0
     model_id: str = ""
     sub_group_models: list[str] = []
-    epoch_index: Int = 0
+    epoch_index: U64 = 0
     confirmation_weight_scales: list[WeightScale] = []
 
 
@@ -118,15 +159,15 @@ class EpochGroupDataResponse(Wire):
 
 
 class PerformanceSummary(Wire):
-    epoch_index: Int = 0
+    epoch_index: U64 = 0
     participant_id: str = ""
-    inference_count: Int = 0
-    missed_requests: Int = 0
-    earned_coins: Int = 0
-    rewarded_coins: Int = 0
-    burned_coins: Int = 0
-    validated_inferences: Int = 0
-    invalidated_inferences: Int = 0
+    inference_count: U64 = 0
+    missed_requests: U64 = 0
+    earned_coins: U64 = 0
+    rewarded_coins: U64 = 0
+    burned_coins: U64 = 0
+    validated_inferences: U64 = 0
+    invalidated_inferences: U64 = 0
     claimed: bool = False
 
 
@@ -185,7 +226,7 @@ class ParamsResponse(Wire):
 
 class ExcludedItem(Wire):
     address: str = ""
-    epoch_index: Int = 0
+    epoch_index: U64 = 0
     reason: str = ""
     exclusion_block_height: Int = 0
 
@@ -195,7 +236,7 @@ class ExcludedResponse(Wire):
 
 
 class CpocEvent(Wire):
-    epoch_index: Int = 0
+    epoch_index: U64 = 0
     event_sequence: Int = 0
     trigger_height: Int = 0
     generation_start_height: Int = 0
@@ -229,15 +270,15 @@ class PreservedSnapshotResponse(Wire):
 
 class ModelRecord(Wire):
     id: str = ""
-    units_of_compute_per_token: Int = 0
-    context_window: Int = 0
-    v_ram: Int = 0
-    throughput_per_nonce: Int = 0
+    units_of_compute_per_token: U64 = 0
+    context_window: U64 = 0
+    v_ram: U64 = 0
+    throughput_per_nonce: U64 = 0
 
 
 class Pagination(Wire):
     next_key: str = ""
-    total: Int = 0
+    total: U64 = 0
 
 
 class ModelsResponse(Wire):
@@ -264,7 +305,7 @@ class BlockResponse(Wire):
 
 
 class LatestEpoch(Wire):
-    index: Int = 0
+    index: U64 = 0
     poc_start_block_height: Int = 0
 
 
@@ -422,6 +463,7 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
             step(run)
         except Exception as exc:  # noqa: BLE001 (an answer nothing anticipated must not lose the others)
             run.missing(item, redact_text(f"internal error {type(exc).__name__}: {exc}"))
+    _drop_unstorable(store, run)
     run.rows("chain_epochs").append(_epoch_row(run))
     _write(store, run)
     report.notes.append(f"{client.requests_sent - sent_before} requests")
@@ -466,8 +508,12 @@ def _params(run: _Run) -> None:
     if not got:
         return
     run.rows("chain_params").append(_params_row(run.epoch, "epoch", got[0].params, got[1]))
-    run.p = got[0].params.epoch_params.heights()
-    run.bounds = epoch_boundaries(run.start, run.next_start, run.p)
+    p = got[0].params.epoch_params.heights()
+    bounds = epoch_boundaries(run.start, run.next_start, p)
+    if why := _beyond_int64(bounds):
+        run.missing("params (epoch)", f"{got[1].url}: unexpected response shape: boundary heights {why}")
+        return
+    run.p, run.bounds = p, bounds
     settlement = run.settlement
     run.settled = settlement is not None and run.head is not None and run.head > settlement
     if settlement is not None and run.head is None:
@@ -537,6 +583,9 @@ def _cpoc_events(run: _Run) -> None:
     p = run.p
     for ev in run.events:
         w = cpoc_windows(ev.trigger_height, p) if p else None
+        if w and (why := _beyond_int64(vars(w))):
+            run.missing(f"confirmation_poc_event {ev.event_sequence} windows", f"{got[1].url}: {why}")
+            w = None
         run.rows("chain_cpoc_events").append({
             "epoch": run.epoch, "event_sequence": ev.event_sequence, "trigger_height": ev.trigger_height,
             "generation_start_height": ev.generation_start_height or None, "phase": ev.phase,
@@ -558,8 +607,9 @@ def _preserved_episodes(run: _Run) -> None:
         episodes.append(("poc_next", run.next_start, run.next_start))
     if run.p:
         for ev in run.events:
-            episodes.append((f"cpoc:{ev.event_sequence}", ev.trigger_height,
-                             cpoc_windows(ev.trigger_height, run.p).gen_start))
+            w = cpoc_windows(ev.trigger_height, run.p)
+            if not _beyond_int64(vars(w)):
+                episodes.append((f"cpoc:{ev.event_sequence}", ev.trigger_height, w.gen_start))
     for episode, anchor, at in episodes:
         _preserved(run, episode, anchor, at)
 
@@ -684,6 +734,33 @@ def _models(run: _Run, height: int | None) -> None:
         key = page.pagination.next_key
         if not key:
             return
+
+
+def _beyond_int64(heights: dict[str, Any]) -> str | None:
+    """Why computed heights cannot be stored (BIGINT), or None: sums of in-range values can overflow."""
+    for name, h in heights.items():
+        if isinstance(h, int) and not INT64[0] <= h <= INT64[1]:
+            return f"out of the int64 range ({name} = {h})"
+    return None
+
+
+_COLUMN_RANGES = {"BIGINT": INT64, "INTEGER": INT32, "UBIGINT": UINT64, "HUGEINT": (-2**127, 2**127 - 1)}
+
+
+def _drop_unstorable(store: Store, run: _Run) -> None:
+    """The last guard before the write: a table whose rows hold an integer its column cannot
+    take is not written, and is missing, so one bad value never costs the epoch's other rows.
+    (The wire models refuse such values already; this catches what was computed from them.)"""
+    for table, rows in run.tables.items():
+        types = store.column_types(table)
+        for row in rows:
+            bad = next(((c, v) for c, v in row.items() if isinstance(v, int) and not isinstance(v, bool)
+                        and (r := _COLUMN_RANGES.get(types.get(c, "").upper()))
+                        and not r[0] <= v <= r[1]), None)
+            if bad:
+                run.missing(table, f"not stored: {bad[0]} = {bad[1]} is out of the {types[bad[0]]} range")
+                rows.clear()
+                break
 
 
 def _write(store: Store, run: _Run) -> None:

@@ -36,7 +36,7 @@ from ..errors import NotFoundError, SourceError
 from ..progress import Progress
 from ..result import CollectReport
 from ..store import Store, coverage_row, utcnow
-from .chain import API, Int, Wire, decode
+from .chain import API, U64, Wire, decode
 from .http import JsonClient
 
 SOURCE = "chain_escrows"
@@ -51,14 +51,14 @@ Text = Annotated[str, BeforeValidator(_text)]
 
 
 class DevshardEscrow(Wire):
-    id: Int = 0
+    id: U64 = 0
     creator: str = ""
-    amount: Int = 0
+    amount: U64 = 0
     slots: list[Text] = []
-    epoch_index: Int = 0
+    epoch_index: U64 = 0
     app_hash: Text = ""
     settled: bool = False
-    token_price: Int = 0
+    token_price: U64 = 0
     model_id: str = ""
 
 

@@ -13,7 +13,10 @@
   drips one byte at a time cannot hold a request open; a node that misses it is
   left for the next one, without retries.
 - A body is read as a stream and refused past :data:`MAX_BODY` (64 MiB, far above
-  any real answer: a whole epoch is a few MB); the item is then missing.
+  any real answer: a whole epoch is a few MB), counted on the wire and after decoding,
+  chunk by chunk; the item is then missing. One content coding (gzip or deflate) is
+  read; an answer in several (``gzip, gzip``) or another is refused, the next node asked.
+- A JSON number Python will not read (over 4300 digits) is malformed JSON: next node.
 - Redirects are followed, to other hosts too, and the provenance of the answer
   (``Response.url``, every row's ``source_url``) is the final URL, not the one asked.
 - ``Retry-After`` (seconds or an HTTP date) is honoured up to 60 s; a value that is
@@ -29,6 +32,7 @@ import json
 import math
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -47,6 +51,7 @@ RETRY_STATUSES = {429, 500, 502, 503, 504}
 MAX_BODY = 64 * 2**20  # bytes of a decoded body; larger answers are refused
 DEADLINE_FACTOR = 12  # total deadline of one request, in per-read timeouts
 MAX_RETRY_AFTER = 60.0
+CODINGS_ASKED = ("gzip", "deflate")  # the content codings this client reads (one layer)
 
 
 class TokenBucket:
@@ -155,19 +160,91 @@ def _with_deadlines(client: httpx.Client) -> httpx.Client:
 
 
 class _Refused(Exception):
-    """A body past MAX_BODY."""
+    """A body past MAX_BODY, or in a content coding this client does not read."""
+
+
+CODINGS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
+
+
+class _Inflater:
+    """One content-coding layer, inflated chunk by chunk and never past ``MAX_BODY`` bytes
+    of output: a small compressed chunk can stand for gigabytes (a deflate stream inflates
+    up to about 1000 times, two layers about a million times)."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self.wbits = CODINGS[coding]
+        self.d = zlib.decompressobj(self.wbits)
+        self.started = False
+        self.total = 0
+
+    def feed(self, data: bytes) -> bytes:
+        try:
+            out = self._bounded(data)
+        except zlib.error:
+            if self.coding != "deflate" or self.started:
+                raise
+            # "deflate" is sent both zlib-wrapped (as RFC 9110 says) and raw: try raw
+            self.wbits = -zlib.MAX_WBITS
+            self.d = zlib.decompressobj(self.wbits)
+            out = self._bounded(data)
+        self.started = True
+        return out
+
+    def _bounded(self, data: bytes) -> bytes:
+        room = MAX_BODY - self.total
+        out = self.d.decompress(data, room + 1)
+        while self.d.unconsumed_tail and len(out) <= room:
+            out += self.d.decompress(self.d.unconsumed_tail, room + 1 - len(out))
+        self.total += len(out)
+        if self.total > MAX_BODY:
+            raise _Refused(f"body larger than {MAX_BODY // 2**20} MiB refused (after {self.coding} decoding)")
+        return out
+
+    def flush(self) -> bytes:
+        out = self.d.flush()
+        self.total += len(out)
+        if self.total > MAX_BODY:
+            raise _Refused(f"body larger than {MAX_BODY // 2**20} MiB refused (after {self.coding} decoding)")
+        return out
+
+
+def _inflater(content_encoding: str) -> _Inflater | None:
+    """The decoder of a ``Content-Encoding``: None for none (or identity). More than one
+    coding is refused: every real server sends one, and each layer multiplies what a few
+    bytes on the wire can stand for."""
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if len(codings) > 1:
+        raise _Refused(f"more than one content coding refused (Content-Encoding: {', '.join(codings)})")
+    if not codings:
+        return None
+    if codings[0] not in CODINGS:
+        raise _Refused(f"content coding {codings[0][:40]!r} not supported")
+    return _Inflater(codings[0])
 
 
 def _read_body(r: httpx.Response) -> str:
-    """The decoded text of a streamed response, refused past MAX_BODY bytes."""
+    """The decoded text of a streamed response, refused past MAX_BODY bytes: counted on the
+    wire and after decoding, chunk by chunk, so no more than MAX_BODY is ever held."""
     declared = r.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise _Refused(f"body of {int(declared):,} bytes refused (limit {MAX_BODY // 2**20} MiB)")
+    inflater = _inflater(r.headers.get("content-encoding", ""))
     body = bytearray()
-    for chunk in r.iter_bytes():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise _Refused(f"body larger than {MAX_BODY // 2**20} MiB refused")
+    wire = 0
+    try:
+        for chunk in r.iter_raw():
+            wire += len(chunk)
+            if wire > MAX_BODY:
+                raise _Refused(f"body larger than {MAX_BODY // 2**20} MiB refused")
+            body += inflater.feed(chunk) if inflater else chunk
+            if len(body) > MAX_BODY:
+                raise _Refused(f"body larger than {MAX_BODY // 2**20} MiB refused")
+        if inflater:
+            body += inflater.flush()
+    except zlib.error as exc:
+        raise httpx.DecodingError(f"{inflater.coding if inflater else ''} content: {exc}") from None
     return body.decode(r.encoding or "utf-8", errors="replace")
 
 
@@ -230,7 +307,8 @@ class JsonClient:
             self.deadline = DEADLINE_FACTOR * self.timeout
         self._http = _with_deadlines(httpx.Client(
             timeout=self.timeout, follow_redirects=True,
-            headers={"accept": "application/json", "user-agent": "auditor"}))
+            headers={"accept": "application/json", "accept-encoding": ", ".join(CODINGS_ASKED),
+                     "user-agent": "auditor"}))
         if self.record_dir is not None:
             self.record_dir = Path(self.record_dir)
             self.record_dir.mkdir(parents=True, exist_ok=True)
@@ -250,14 +328,17 @@ class JsonClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get(self, path: str, params: dict[str, Any] | None = None, *, height: int | None = None) -> Response:
+    def get(self, path: str, params: dict[str, Any] | None = None, *, height: int | None = None,
+            parse: Callable[[str], Any] = json.loads) -> Response:
         """GET JSON at ``path`` (with ``params``), pinned at ``height`` when given.
 
+        ``parse`` turns the text into ``data`` (``json.loads``; a streaming reader of the same
+        JSON for a large answer): the ValueError it raises on malformed JSON fails over.
         Raises NotFoundError when a node answers 404 to an unpinned request
         (``{"found": false}`` answers are left to the caller), SourceError when no
         node gave a usable answer.
         """
-        return self._fetch(path, params, height, json.loads)
+        return self._fetch(path, params, height, parse)
 
     def get_text(self, path: str, params: dict[str, Any] | None = None) -> Response:
         """GET a text body (e.g. a Prometheus exposition); ``data`` is the text."""
@@ -316,6 +397,9 @@ class JsonClient:
                             break
                         except RecursionError:
                             tried.append(Attempt(final, "malformed JSON (nested too deeply)"))
+                            break
+                        except ValueError as exc:  # a number past Python's 4300 digits, and the like
+                            tried.append(Attempt(final, f"malformed JSON ({str(exc).split(':')[0][:120]})"))
                             break
                         return Response(data, final, 200, height, fetched_at)
                     if status == 404 and height is None:

@@ -6,11 +6,18 @@ Each recorded file holds one response: ``path``, ``query``, ``height`` (the
 ``body`` (text, byte for byte). Several files for the same request are served in
 file-name order, the last one repeating: that is how "429, then 200" is recorded.
 A request with no recording answers 404 ``{"code": 5, "message": "not recorded"}``.
+
+A recording is checked when it is loaded, before anything is served: every field of the
+right type, ``status`` an HTTP status (100-599), and ``content_type`` free of control
+characters, so a recorded value can never add a header (CR LF) to what is served. A file
+that fails is named with the reason (a usage error: the directory given is not a usable
+recording).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +35,30 @@ def _key(path: str, query: str, height: object) -> Key:
     return (path.rstrip("/") or "/", q, None if height in (None, "") else str(height))
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a header value may hold tab, nothing else below space
+
+
+def _invalid(entry: object) -> str | None:
+    """Why a recorded response cannot be served as it is, or None."""
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    for name, types in (("path", str), ("query", str), ("body", str), ("content_type", str)):
+        if name in entry and entry[name] is not None and not isinstance(entry[name], types):
+            return f"{name} is not a string"
+    if not isinstance(entry.get("path"), str) or not isinstance(entry.get("body"), str):
+        return "path and body are required"
+    status = entry.get("status")
+    if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+        return f"status {str(status)[:40]!r} is not an HTTP status (100-599)"
+    height = entry.get("height")
+    if height not in (None, "") and not (isinstance(height, int) and not isinstance(height, bool)
+                                         or isinstance(height, str) and height.isdigit()):
+        return f"height {str(height)[:40]!r} is not a block height"
+    if _CONTROL.search(entry.get("content_type") or ""):
+        return "content_type holds a control character (CR, LF, ...)"
+    return None
+
+
 def load_recording(directories: Sequence[Path | str] | Path | str) -> dict[Key, list[dict]]:
     """Index the recorded responses of one or several directories (searched recursively)."""
     dirs = [Path(directories)] if isinstance(directories, (str, Path)) else [Path(d) for d in directories]
@@ -41,9 +72,11 @@ def load_recording(directories: Sequence[Path | str] | Path | str) -> dict[Key, 
         for f in files:
             try:
                 entry = json.loads(f.read_text(encoding="utf-8"))
-                table[_key(entry["path"], entry.get("query", ""), entry.get("height"))].append(entry)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise UsageError(f"{f} is not a recorded response ({exc})") from exc
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise UsageError(f"{f} is not a recorded response ({str(exc).splitlines()[0][:120]})") from exc
+            if why := _invalid(entry):
+                raise UsageError(f"{f} is not a recorded response: {why}")
+            table[_key(entry["path"], entry.get("query") or "", entry.get("height"))].append(entry)
     return dict(table)
 
 
