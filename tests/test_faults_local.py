@@ -67,3 +67,25 @@ def test_right_toml_types_still_work(tmp_path):
     cfg.write_text('rate = 5\ntimeout = 2.5\n[collect]\nepoch = [3]\ngateway_log = ["none.log"]\n')
     r = run_cli("--config", str(cfg), "collect", db=tmp_path / "a.duckdb")
     assert r.returncode == 3 and "none.log: no such file" in r.stderr, r.stderr
+
+
+# -- a store made by a newer auditor ----------------------------------------------------------
+def test_a_store_from_a_newer_auditor_is_refused_in_one_line(tmp_path):
+    """A newer auditor's migration added a column to log_files: this one's inserts would
+    fail on the column count (a DuckDB Binder Error), so the store is refused when opened."""
+    import duckdb
+
+    from conftest import ROOT
+
+    db = tmp_path / "a.duckdb"
+    log = tmp_path / "gw.log"
+    log.write_text("2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n")
+    assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
+    newer = max(int(f.name[:3]) for f in (ROOT / "queries" / "schema").glob("[0-9]*.sql")) + 1
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE log_files ADD COLUMN newer_thing VARCHAR")
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [newer, f"{newer:03d}_newer"])
+    log.write_text("2026/09/30 11:00:01 escrow_balance_exhausted escrow=2\n")     # a new file to store
+    for args in (["collect", "--gateway-log", str(log)], ["sql", "SELECT 1"]):
+        line = one_line(run_cli(*args, db=db), 3)
+        assert f"{db} was made by a newer auditor (schema version {newer}" in line, line
