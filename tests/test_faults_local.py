@@ -89,3 +89,45 @@ def test_a_store_from_a_newer_auditor_is_refused_in_one_line(tmp_path):
     for args in (["collect", "--gateway-log", str(log)], ["sql", "SELECT 1"]):
         line = one_line(run_cli(*args, db=db), 3)
         assert f"{db} was made by a newer auditor (schema version {newer}" in line, line
+
+
+# -- --gateway-log: regular files (plain or gzip) and - only ------------------------------------
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "socket"])
+def test_a_gateway_log_that_is_not_a_regular_file_is_never_opened(kind, tmp_path):
+    """A FIFO nobody writes blocked the open forever (deaf to Ctrl-C), /dev/zero was read
+    forever: each is missing (exit 3) with one line saying what it is, checked before
+    anything is opened, and the regular file given with it is still stored. The timeout
+    makes a regression a failure, not a hung suite."""
+    import os
+    import socket
+
+    if kind == "fifo":
+        path = tmp_path / "gw.fifo"
+        os.mkfifo(path)
+    elif kind == "socket":
+        path = tmp_path / "gw.sock"
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+    else:
+        path = Path(kind)
+    good = tmp_path / "gw.log"
+    good.write_text("2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n")
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", str(path), "--gateway-log", str(good), db=db, timeout=30)
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+    missing = [x for x in r.stderr.splitlines() if "MISSING" in x]
+    what = {"fifo": "a FIFO", "/dev/zero": "a character device", "socket": "a socket"}[kind]
+    assert len(missing) == 1 and f"{path}: is {what}" in missing[0] and "not a regular file" in missing[0], r.stderr
+    from conftest import q
+
+    assert q(db, "SELECT count(*) FROM log_events")[0][0] == 1
+    assert q(db, "SELECT status FROM coverage WHERE item = ?", [str(path)]) == [("missing",)]
+
+
+def test_dev_stdin_as_a_pipe_is_refused_and_dash_reads_it(tmp_path):
+    db = tmp_path / "a.duckdb"
+    line = "2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n"
+    r = run_cli("collect", "--gateway-log", "/dev/stdin", db=db, stdin=line, timeout=30)
+    assert r.returncode == 3 and "/dev/stdin: is a FIFO" in r.stderr, r.stderr
+    r = run_cli("collect", "--gateway-log", "-", db=db, stdin=line, timeout=30)
+    assert r.returncode == 0 and "loaded log_events 1" in r.stderr, r.stderr

@@ -226,6 +226,10 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
             if os.path.isdir(p):
                 missing.append((given, f"is a directory; give files or a glob such as {given.rstrip('/')}/*.log"))
                 continue
+            if (what := _not_regular(p)) is not None:
+                missing.append((given, f"is {what}, not a regular file: never opened (it may never end); "
+                                       "give a log file, a .gz, or - for stdin"))
+                continue
             matches = [p]
         for m in matches:
             a = os.path.abspath(m)
@@ -244,6 +248,20 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
             seen.add((st.st_dev, st.st_ino))
             out.append(Target(a, m if m != p else given, st, kind, head))
     return out, missing
+
+
+def _not_regular(path: str) -> str | None:
+    """What ``path`` is when it is not a regular file (a FIFO, a device, a socket: reading
+    one may never end, and a blocked open ignores Ctrl-C), from its stat alone; None for a
+    regular file. Checked before anything is opened (globs take regular files only)."""
+    import stat
+
+    mode = os.stat(path).st_mode
+    for test, what in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def _is_gzip(path: str) -> bool:
