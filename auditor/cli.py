@@ -446,8 +446,7 @@ def report_daily(
             result = epoch_report.run(store, epoch)
             folder = out_dir / daily.report_day(store, epoch, when).isoformat()
         view = render.View(command=command_line())
-        for fmt in daily.FORMATS:
-            render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
+        render.write_all_atomic({folder / f"report.{fmt}": render.render(result, fmt, view) for fmt in daily.FORMATS})
         progress.log(f"report daily: wrote {folder}/report.{{{','.join(daily.FORMATS)}}} "
                      f"({len(result.findings)} findings)")
         if prom_textfile is not None:

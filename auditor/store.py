@@ -93,8 +93,12 @@ class Store:
         self._in_tx = False
         self._types: dict[str, dict[str, str]] = {}
         if not read_only:
-            self.migrate()
-            self.create_views()
+            try:
+                self.migrate()
+                self.create_views()
+            except BaseException:
+                self.con.close()
+                raise
         elif self.one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
             self._refuse_newer({r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()},
                                _migration_files())
@@ -215,7 +219,11 @@ class Store:
             self.con.execute("ROLLBACK")
             raise
         else:
-            self.con.execute("COMMIT")
+            try:
+                self.con.execute("COMMIT")
+            except (duckdb.IOException, duckdb.TransactionException) as exc:
+                # a full disk or a failing one: nothing of the transaction was stored
+                raise StoreError(f"cannot write the database {self.path}: {str(exc).splitlines()[0]}") from exc
         finally:
             self._in_tx = False
 

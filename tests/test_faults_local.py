@@ -131,3 +131,95 @@ def test_dev_stdin_as_a_pipe_is_refused_and_dash_reads_it(tmp_path):
     assert r.returncode == 3 and "/dev/stdin: is a FIFO" in r.stderr, r.stderr
     r = run_cli("collect", "--gateway-log", "-", db=db, stdin=line, timeout=30)
     assert r.returncode == 0 and "loaded log_events 1" in r.stderr, r.stderr
+
+
+# -- outputs: an unusable path, a full disk ------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """A store holding every bundled source of epoch 403 (as tests/test_reports.py's)."""
+    from conftest import FIXTURES
+
+    db = tmp_path_factory.mktemp("demo") / "auditor.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--replay", str(FIXTURES / "accounting" / "v5"),
+                "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``small_disk(kib)``: a real tmpfs of ``kib`` KiB mounted in tmp_path (a real ENOSPC:
+    /dev/full cannot hold the temp file beside it that an atomic write needs). Needs the
+    right to mount (root in CI); skipped without it."""
+    import subprocess
+
+    mounted = []
+
+    def make(kib: int) -> Path:
+        d = tmp_path / f"disk{len(mounted)}"
+        d.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(d)], capture_output=True)
+        if r.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+        mounted.append(d)
+        return d
+
+    yield make
+    for d in mounted:
+        subprocess.run(["umount", str(d)], check=False)
+
+
+def fill(disk: Path, leave_kib: int) -> None:
+    """Take the disk's free space but ``leave_kib`` KiB."""
+    import os
+
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    (disk / "filler").write_bytes(b"\0" * max(0, free - leave_kib * 1024))
+
+
+def test_output_and_out_under_a_file_are_one_line_naming_the_path(demo, tmp_path):
+    """An unusable --output was one line and exit 2, --out an internal PermissionError (or
+    NotADirectoryError), exit 3: both are now one line naming the path, exit 2."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    line = one_line(run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(afile / "r.md"),
+                            db=demo), 2)
+    assert f"cannot write {afile / 'r.md'}" in line
+    line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(afile / "reports"),
+                            db=demo), 2)
+    assert f"cannot write {afile / 'reports'}" in line and "Not a directory" in line, line
+
+
+def test_output_on_a_full_disk_is_one_line_naming_the_path_and_the_cause(demo, small_disk):
+    disk = small_disk(256)
+    fill(disk, 4)
+    out = disk / "r.md"
+    line = one_line(run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(out), db=demo), 3)
+    assert f"cannot write {out}: No space left on device" in line, line
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]       # no temp file left
+
+
+def test_daily_on_a_full_disk_writes_all_its_files_or_none(demo, small_disk):
+    """report daily wrote json and md, then failed on html: now the three are written to
+    temp files first and renamed only when all are written. The reports of an earlier run
+    stay as they were; no temp file is left; one line names the file and the cause."""
+    disk = small_disk(1024)
+    r = run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(disk), db=demo)
+    assert r.returncode == 0, r.stderr
+    (day,) = [p for p in disk.iterdir() if p.is_dir()]
+    for p in day.iterdir():
+        p.write_text(f"earlier {p.name}")
+    fill(disk, 24)      # room for some of the files, not all
+    line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(disk),
+                            db=demo), 3)
+    assert f"cannot write {day}/report." in line and "No space left on device" in line, line
+    assert {p.name: p.read_text() for p in day.iterdir()} == {
+        f"report.{f}": f"earlier report.{f}" for f in ("json", "md", "html")}
+
+
+def test_a_new_store_on_a_full_disk_is_one_line(small_disk):
+    disk = small_disk(64)
+    db = disk / "a.duckdb"
+    line = one_line(run_cli("collect", "--gateway-log", "none.log", db=db), 3)
+    assert f"cannot write the database {db}" in line and "No space left on device" in line, line
