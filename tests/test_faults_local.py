@@ -223,3 +223,98 @@ def test_a_new_store_on_a_full_disk_is_one_line(small_disk):
     db = disk / "a.duckdb"
     line = one_line(run_cli("collect", "--gateway-log", "none.log", db=db), 3)
     assert f"cannot write the database {db}" in line and "No space left on device" in line, line
+
+
+# -- stray dates: implausible_time ---------------------------------------------------------------
+from datetime import datetime, timedelta, timezone  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+DAY = timedelta(days=1)
+
+
+def _line(t: datetime, i: int) -> str:
+    return f"{t:%Y/%m/%d %H:%M:%S} escrow_balance_exhausted escrow={i}"
+
+
+def _span(res) -> tuple:
+    import polars as pl
+
+    ts = pl.from_arrow(res.events)["ts"]
+    return ts.min(), ts.max()
+
+
+@st.composite
+def log_with_strays(draw):
+    """A log in time order (gaps up to 3 h: any five lines within a day), and up to two
+    stray lines dated more than a day outside its span, each at least NEIGHBOURS lines
+    from its ends."""
+    gaps = draw(st.lists(st.integers(0, 3 * 3600), min_size=11, max_size=80))
+    times = [T0 + timedelta(seconds=sum(gaps[:i])) for i in range(len(gaps))]
+    clean = [_line(t, i) for i, t in enumerate(times)]
+    strays = []
+    for _ in range(draw(st.integers(1, 2))):
+        if draw(st.booleans()):
+            t = draw(st.datetimes(datetime(1970, 1, 1), (times[0] - DAY - timedelta(seconds=1)).replace(tzinfo=None)))
+        else:
+            t = draw(st.datetimes((times[-1] + DAY + timedelta(seconds=1)).replace(tzinfo=None), datetime(2200, 1, 1)))
+        strays.append((draw(st.integers(5, len(clean) - 5)), _line(t, 10**6 + len(strays))))
+    lines = list(clean)
+    for pos, text in sorted(strays, reverse=True):
+        lines.insert(pos, text)
+    return lines, (times[0], times[-1]), len(clean)
+
+
+@settings(max_examples=150, deadline=None)
+@given(log_with_strays())
+def test_stray_lines_never_widen_the_span_and_no_line_in_order_is_lost(case):
+    from auditor.sources.gatewaylog_parse import parse_block
+
+    lines, span, n_clean = case
+    data = ("\n".join(lines) + "\n").encode()
+    for kw in ({}, {"compiled": False}, {"vectorised": False}):
+        res = parse_block(data, **kw)
+        assert _span(res) == span, (kw, lines)
+        assert res.parsed == n_clean and res.rejected == {"implausible_time": len(lines) - n_clean}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 20 * 86_400), min_size=1, max_size=60))
+def test_lines_in_time_order_are_kept_whatever_the_gaps(gaps):
+    """A quiet gateway (gaps of days) or a clock that jumps for good loses no line."""
+    from auditor.sources.gatewaylog_parse import parse_block
+
+    t0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
+    lines = [_line(t0 + timedelta(seconds=sum(gaps[:i + 1])), i) for i in range(len(gaps))]
+    res = parse_block(("\n".join(lines) + "\n").encode())
+    assert res.parsed == len(lines) and not res.rejected
+
+
+def test_stray_dates_do_not_make_an_unread_window_covered(tmp_path):
+    """Issue 18, serious 5, as fed: the log ends 4 minutes before epoch 403's CPoC window;
+    two lines dated 1970 and 2100 made poc-overload call the window's evidence 'full, 0
+    misses, peak 0' and coverage call it fully covered. They are rejected
+    (implausible_time, counted in the collect report); the window stays unknown."""
+    import gzip
+    import json
+
+    from conftest import FIXTURES, q
+
+    demo = gzip.decompress((FIXTURES / "demo-epoch-403" / "gateway.log.gz").read_bytes()).decode().splitlines()
+    before = [x for x in demo if x.startswith("2026/09/22 ")][:2000]
+    log = tmp_path / "gw.log"
+    log.write_text("\n".join(["1970/01/01 00:00:01 escrow_balance_exhausted escrow=1", *before,
+                              "2100/01/01 00:00:01 escrow_balance_exhausted escrow=2"]) + "\n")
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(log), db=db)
+    assert r.returncode == 0 and "rejected 2 (implausible_time)" in r.stderr, r.stderr
+    assert q(db, "SELECT reason, lines FROM log_rejects") == [("implausible_time", 2)]
+    r = run_cli("poc-overload", "403", "--offline", "--format", "json", db=db)
+    windows = json.loads(r.stdout)["windows"]
+    assert windows and {w["evidence"]["state"] for w in windows} == {"none"}, r.stdout[:2000]
+    assert all(w["misses"] is None and w["peak_inflight"] is None for w in windows)
+    cov = json.loads(run_cli("epoch", "403", "--offline", "--format", "json", db=db).stdout)["coverage"]
+    text = json.dumps(cov)
+    assert "cpoc:0: no log lines between" in text and "2100" not in text and "1970" not in text, text

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -687,9 +688,66 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
     It never raises on what the block holds: when parsing fails unexpectedly, the block is
     parsed again in halves, down to the line that fails, which is rejected (``parse_error``)."""
     try:
-        return _parse_block(block, base_line, base_off, vectorised, compiled)
+        res = _parse_block(block, base_line, base_off, vectorised, compiled)
     except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
-        return _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
+        res = _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
+    return _reject_implausible_times(res, block, base_off)
+
+
+# -- plausible times ---------------------------------------------------------------------
+EARLIEST_US = 1_704_067_200 * 10**6      # 2024-01-01 UTC: before any devshardctl gateway ran
+FUTURE_SLACK_US = 86_400 * 10**6      # a line dated more than a day after the run is a wrong clock
+NEIGHBOURS = 5
+MAX_JUMP_US = 86_400 * 10**6
+
+
+def _reject_implausible_times(res: BlockResult, block, base_off: int) -> BlockResult:
+    """Reject the lines of a parsed block whose time cannot be where they sit
+    (``implausible_time``), so that no span of the logs (coverage, poc-overload's and
+    targets' evidence, remints' log spans: min and max of the stored times) reaches where
+    the lines do not: two lines dated 1970 and 2100 made every window look covered. A
+    timed line is implausible when
+
+    * it is dated before 2024 (EARLIEST_US), or more than a day after now (a reset clock, a mangled
+      line), or
+    * the lines around it agree and it does not: the median time of the NEIGHBOURS timed
+      lines before it and that of the NEIGHBOURS after it are within MAX_JUMP (a day) of
+      each other, and it is more than MAX_JUMP from both.
+
+    Lines in time order with any gaps (a quiet gateway), lines reordered by seconds, a
+    clock or time zone that jumps for good (the two medians disagree), files concatenated
+    out of order: all kept. The medians let up to two strays in a row be found. Within
+    NEIGHBOURS timed lines of the block's edge (8 MiB blocks; a few lines appended since
+    the last run are a block) only the first rule applies. Every parse path gives the same
+    events table, so the rule is the same on every path."""
+    import polars as pl
+
+    if not res.parsed:
+        return res
+    df = pl.from_arrow(res.events.select(["line_no", "byte_offset", "ts"])).with_row_index("i")
+    timed = df.filter(pl.col("ts").is_not_null())
+    us = timed["ts"].dt.epoch("us")
+    now = int(time.time() * 1e6)
+    x = us.cast(pl.Float64)
+    med = x.rolling_median(NEIGHBOURS)              # of the timed lines j-NEIGHBOURS+1 .. j
+    before, after = med.shift(1), med.shift(-NEIGHBOURS)
+    frame = pl.DataFrame({"x": x, "b": before, "a": after})
+    lo = pl.min_horizontal("b", "a") - MAX_JUMP_US
+    hi = pl.max_horizontal("b", "a") + MAX_JUMP_US
+    relative = ((pl.col("b") - pl.col("a")).abs() <= MAX_JUMP_US) & ((pl.col("x") < lo) | (pl.col("x") > hi))
+    bad = frame.select(relative.fill_null(False))["b"] | (us < EARLIEST_US) | (us > now + FUTURE_SLACK_US)
+    if not bad.any():
+        return res
+    rows = timed.filter(bad)
+    keep = pl.Series([True] * res.parsed).scatter(rows["i"], False)
+    res.events = _arrow(pl.from_arrow(res.events).filter(keep))
+    for line_no, off in rows.select("line_no", "byte_offset").iter_rows():
+        text = ""
+        if len(res.samples.get("implausible_time", [])) < SAMPLES_PER_REASON:
+            rel = off - base_off
+            text = bytes(block[rel:rel + 4 * SAMPLE_CHARS]).split(b"\n")[0].decode("utf-8", "backslashreplace")
+        _reject(res, "implausible_time", line_no, off, text)
+    return res
 
 
 def _parse_halves(block: bytes, base_line: int, base_off: int, vectorised: bool, compiled: bool) -> BlockResult:
