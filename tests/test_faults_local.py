@@ -318,3 +318,48 @@ def test_stray_dates_do_not_make_an_unread_window_covered(tmp_path):
     cov = json.loads(run_cli("epoch", "403", "--offline", "--format", "json", db=db).stdout)["coverage"]
     text = json.dumps(cov)
     assert "cpoc:0: no log lines between" in text and "2100" not in text and "1970" not in text, text
+
+
+# -- NUL in a value --------------------------------------------------------------------------------
+def test_a_nul_in_a_host_value_does_not_make_a_second_host(tmp_path):
+    """Issue 18, minor 11: 'host=\\0sl0wh0st' made a host '\\x00sl0wh0st' beside 'sl0wh0st'.
+    A line with a NUL in a value (raw, or escaped in a quoted or JSON value) is rejected
+    (nul_char), on every parse path; other control characters stay data."""
+    from conftest import FIXTURES, q
+
+    raw = (FIXTURES / "hedging" / "small.log").read_bytes()
+    hosts = sorted({h for line in raw.splitlines() for h in [line.partition(b" host=")[2].split(b" ")[0]] if h})
+    log = tmp_path / "gw.log"
+    log.write_bytes(raw.replace(b"host=sl0wh0st", b"host=\x00sl0wh0st", 1)
+                    + b'2026/10/23 09:59:00 request=r-x stage=prepared host="sl0\\x00wh0st"\n'
+                    + b'2026/10/23 09:59:00 request=r-y stage=prepared host="sl0\\x01wh0st"\n')
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", str(log), db=db)
+    assert r.returncode == 0 and "rejected 2 (nul_char)" in r.stderr, r.stderr
+    stored = sorted(h.encode() for (h,) in q(db, "SELECT DISTINCT host FROM log_events WHERE host IS NOT NULL"))
+    assert stored == sorted(hosts + [b"sl0\x01wh0st"])
+    assert q(db, "SELECT reason, lines FROM log_rejects") == [("nul_char", 2)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["host=", 'host="', "a=", "request="]), st.text("ab\x00\x01", max_size=6),
+                          st.booleans()), min_size=1, max_size=150))
+def test_a_nul_is_rejected_alike_on_every_parse_path(values):
+    """Raw NULs, and NULs escaped in a quoted value (\\x00), in text lines: every path agrees
+    (check_block), and every stored value is free of NUL."""
+    import polars as pl
+
+    from auditor.sources.gatewaylog_parse import parse_block
+
+    lines = []
+    for i, (key, v, escaped) in enumerate(values):
+        v = v.replace("\x00", "\\x00") if escaped and key.endswith('"') else v
+        lines.append(f"2026/09/30 11:00:00 request=r{i} stage=s {key}{v}{chr(34) if key.endswith(chr(34)) else ''}")
+    data = ("\n".join(lines) + "\n").encode()
+    results = [parse_block(data, **kw) for kw in ({}, {"compiled": False}, {"vectorised": False})]
+    for res in results:
+        assert res.rejects == results[-1].rejects and res.parsed + sum(res.rejected.values()) == len(lines)
+        assert pl.from_arrow(res.events).rows() == pl.from_arrow(results[-1].events).rows()
+    ev = pl.from_arrow(results[0].events)
+    assert not any("\x00" in str(x) for c in ("host", "request") for x in ev[c].to_list())
+    assert not ev["fields"].str.contains("\\u0000", literal=True).any()

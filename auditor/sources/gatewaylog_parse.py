@@ -691,7 +691,7 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
         res = _parse_block(block, base_line, base_off, vectorised, compiled)
     except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
         res = _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
-    return _reject_implausible_times(res, block, base_off)
+    return _reject_implausible_times(_reject_nul(res, block, base_off), block, base_off)
 
 
 # -- plausible times ---------------------------------------------------------------------
@@ -736,18 +736,59 @@ def _reject_implausible_times(res: BlockResult, block, base_off: int) -> BlockRe
     hi = pl.max_horizontal("b", "a") + MAX_JUMP_US
     relative = ((pl.col("b") - pl.col("a")).abs() <= MAX_JUMP_US) & ((pl.col("x") < lo) | (pl.col("x") > hi))
     bad = frame.select(relative.fill_null(False))["b"] | (us < EARLIEST_US) | (us > now + FUTURE_SLACK_US)
-    if not bad.any():
+    _reject_events(res, block, base_off, "implausible_time", timed.filter(bad))
+    return res
+
+
+def _reject_nul(res: BlockResult, block, base_off: int) -> BlockResult:
+    """Reject the lines with a NUL character in a value, raw or escaped (``nul_char``): the
+    gateway never writes one, and ``host=\\0sl0wh0st`` would be a second host beside
+    ``sl0wh0st`` (a participant, a model: the same). Other control characters are data,
+    shown escaped by every renderer (auditor/report/text.py). The events table is the same
+    on every parse path, so the rule is too."""
+    import polars as pl
+
+    if not res.parsed:
         return res
-    rows = timed.filter(bad)
+    ev = pl.from_arrow(res.events.select(["line_no", "byte_offset", "level", "name", "request", "host", "fields"]))
+    nul = pl.lit("\x00")
+    maybe = ev.with_row_index("i").filter(
+        pl.any_horizontal(pl.col(c).str.contains(nul, literal=True) for c in ("level", "name", "request", "host"))
+        | pl.col("fields").str.contains("\\u0000", literal=True))
+    if not maybe.height:
+        return res
+    # the fields text may hold a backslash and "u0000" (no NUL): decide on the values
+    has = [any("\x00" in (v or "") for v in (lv, nm, rq, ho)) or _holds_nul(json.loads(f))
+           for lv, nm, rq, ho, f in maybe.select("level", "name", "request", "host", "fields").iter_rows()]
+    _reject_events(res, block, base_off, "nul_char", maybe.filter(pl.Series(has, dtype=pl.Boolean)))
+    return res
+
+
+def _holds_nul(v: Any) -> bool:
+    if isinstance(v, str):
+        return "\x00" in v
+    if isinstance(v, dict):
+        return any(_holds_nul(k) or _holds_nul(x) for k, x in v.items())
+    if isinstance(v, list):
+        return any(_holds_nul(x) for x in v)
+    return False
+
+
+def _reject_events(res: BlockResult, block, base_off: int, reason: str, rows) -> None:
+    """Move the events ``rows`` (a frame of ``i``, their index in ``res.events``, with
+    ``line_no`` and ``byte_offset``) to the block's rejected lines, sampled from ``block``."""
+    import polars as pl
+
+    if not rows.height:
+        return
     keep = pl.Series([True] * res.parsed).scatter(rows["i"], False)
     res.events = _arrow(pl.from_arrow(res.events).filter(keep))
     for line_no, off in rows.select("line_no", "byte_offset").iter_rows():
         text = ""
-        if len(res.samples.get("implausible_time", [])) < SAMPLES_PER_REASON:
+        if len(res.samples.get(reason, [])) < SAMPLES_PER_REASON:
             rel = off - base_off
             text = bytes(block[rel:rel + 4 * SAMPLE_CHARS]).split(b"\n")[0].decode("utf-8", "backslashreplace")
-        _reject(res, "implausible_time", line_no, off, text)
-    return res
+        _reject(res, reason, line_no, off, text)
 
 
 def _parse_halves(block: bytes, base_line: int, base_off: int, vectorised: bool, compiled: bool) -> BlockResult:
