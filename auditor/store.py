@@ -64,6 +64,12 @@ class Store:
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = str(path)
+        try:
+            self.path.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(self.path).decode("utf-8", "backslashreplace")
+            raise UsageError(f"--db {shown}: the path is not UTF-8, which DuckDB cannot open; "
+                             "rename it or give another --db") from None
         if self.path != ":memory:":
             p = Path(self.path)
             if p.is_dir():

@@ -363,3 +363,51 @@ def test_a_nul_is_rejected_alike_on_every_parse_path(values):
     ev = pl.from_arrow(results[0].events)
     assert not any("\x00" in str(x) for c in ("host", "request") for x in ev[c].to_list())
     assert not ev["fields"].str.contains("\\u0000", literal=True).any()
+
+
+# -- path names that are not UTF-8 ---------------------------------------------------------------
+def test_a_log_whose_name_is_not_utf8_is_stored(tmp_path):
+    """Its rows were refused by DuckDB (a surrogate in log_files.path), exit 3. The path is
+    stored with the odd bytes as \\xNN, the file read again is known (unchanged), a glob
+    finds it, and a path not there is missing in one line."""
+    import gzip
+    import os
+
+    from conftest import q
+
+    d = os.fsencode(tmp_path)
+    (Path(os.fsdecode(d + b"/gw-\xff.log"))).write_bytes(b"2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n")
+    Path(os.fsdecode(d + b"/gw-\xfe.log.gz")).write_bytes(
+        gzip.compress(b"2026/09/30 11:00:01 escrow_balance_exhausted escrow=2\n"))
+    db = tmp_path / "a.duckdb"
+    logs = [os.fsdecode(d + n) for n in (b"/gw-\xff.log", b"/gw-\xfe.log.gz", b"/no-\xfd.log")]
+    r = run_cli("collect", *[x for p in logs for x in ("--gateway-log", p)], db=db)
+    assert r.returncode == 3 and "loaded log_events 2" in r.stderr, r.stderr
+    assert "MISSING " + str(tmp_path) + "/no-\\xfd.log: no such file" in r.stderr, r.stderr
+    assert sorted(q(db, "SELECT path, lines FROM log_files")) == [
+        (f"{tmp_path}/gw-\\xfe.log.gz", 1), (f"{tmp_path}/gw-\\xff.log", 1)]
+    r = run_cli("collect", "--gateway-log", os.fsdecode(d + b"/gw-*"), db=db)
+    assert r.returncode == 0 and r.stderr.count("(unchanged)") == 2 and "gone" not in r.stderr, r.stderr
+    r = run_cli("collect", "--gateway-log", logs[0], db=db)     # the other file is not given: still there
+    assert r.returncode == 0 and "gone" not in r.stderr, r.stderr
+
+
+def test_a_db_whose_name_is_not_utf8_is_one_line(tmp_path):
+    import os
+
+    db = os.fsdecode(os.fsencode(tmp_path) + b"/a-\xff.duckdb")
+    line = one_line(run_cli("--db", db, "collect", "--gateway-log", "none.log"), 2)
+    assert f"--db {tmp_path}/a-\\xff.duckdb: the path is not UTF-8" in line, line
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_an_output_whose_name_is_not_utf8_is_written(demo, tmp_path, fmt):
+    """--output a-\\xff.md (and a command line holding that name, which md and html print)
+    was a UnicodeEncodeError; the file is written, as valid UTF-8."""
+    import os
+
+    out = os.fsdecode(os.fsencode(tmp_path) + f"/r-\xff.{fmt}".encode("latin-1"))
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", fmt, "--output", out, db=demo)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    text = Path(out).read_bytes().decode("utf-8")
+    assert "403" in text
