@@ -411,3 +411,30 @@ def test_an_output_whose_name_is_not_utf8_is_written(demo, tmp_path, fmt):
     assert r.returncode == 0 and not r.stderr, r.stderr
     text = Path(out).read_bytes().decode("utf-8")
     assert "403" in text
+
+
+def test_coverage_is_the_densely_covered_stretch_not_first_and_last_line(tmp_path):
+    """Two pieces of the demo log, 00:00-00:20 and 00:40-01:02, around a 20-minute hole in
+    epoch 403's CPoC window (00:03-00:58): its first and last line span the window, but
+    the logs do not cover it. Without the hole it is fully covered."""
+    import gzip
+    import json
+
+    from conftest import FIXTURES
+
+    demo = gzip.decompress((FIXTURES / "demo-epoch-403" / "gateway.log.gz").read_bytes()).decode().splitlines()
+    hole = ("2026/09/23 00:20", "2026/09/23 00:40")
+
+    def windows(lines: list[str], name: str) -> dict:
+        log = tmp_path / f"{name}.log"
+        log.write_text("\n".join(lines) + "\n")
+        db = tmp_path / f"{name}.duckdb"
+        r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                    "--gateway-log", str(log), db=db)
+        assert r.returncode == 0, r.stderr
+        cov = json.loads(run_cli("epoch", "403", "--offline", "--format", "json", db=db).stdout)["coverage"]
+        return {w["window"]: w for w in cov["gateway_log"]["windows"]}
+
+    holed = windows([x for x in demo if not hole[0] <= x[:16] < hole[1]], "holed")
+    assert holed["cpoc:0"]["lines"] > 0 and not holed["cpoc:0"]["fully_covered"]
+    assert windows(demo, "whole")["cpoc:0"]["fully_covered"]
