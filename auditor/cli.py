@@ -604,6 +604,8 @@ def _finite_floats(command) -> None:
 
 
 class _Finite:
+    """Mixed into a float option's click type by _finite_floats."""
+
     def convert(self, value, param, ctx):
         number = super().convert(value, param, ctx)
         if isinstance(number, float) and not math.isfinite(number):

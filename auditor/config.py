@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,4 +137,6 @@ def _toml_kinds(param: Any) -> tuple[tuple[type, ...], str]:
         return (int,), "an integer"
     if isinstance(param.type, types.FloatParamType):
         return (int, float), "a number"
+    if isinstance(param.type, types.DateTime):        # since = 2026-10-23T11:35:00 is a TOML time
+        return (str, datetime), "a time"
     return (str,), "a string"
