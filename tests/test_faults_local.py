@@ -438,3 +438,23 @@ def test_coverage_is_the_densely_covered_stretch_not_first_and_last_line(tmp_pat
     holed = windows([x for x in demo if not hole[0] <= x[:16] < hole[1]], "holed")
     assert holed["cpoc:0"]["lines"] > 0 and not holed["cpoc:0"]["fully_covered"]
     assert windows(demo, "whole")["cpoc:0"]["fully_covered"]
+
+
+def test_a_log_into_a_store_on_a_full_disk_is_one_line(small_disk):
+    """The store fits, the log's rows do not: one line naming the log, the store and the
+    cause, exit 3; a later run on a disk with room stores the file whole."""
+    from conftest import FIXTURES, q
+
+    disk = small_disk(2048)
+    db = disk / "a.duckdb"
+    assert run_cli("collect", "--gateway-log", "none.log", db=db).returncode == 3     # the schema only
+    log = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
+    line = one_line(run_cli("--quiet", "collect", "--gateway-log", str(log), db=db), 3)
+    assert f"{log}: could not store what was read (cannot write the database {db}" in line, line
+    assert "No space left on device" in line and "earlier rows are kept" in line
+    import subprocess
+
+    subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+    r = run_cli("collect", "--gateway-log", str(log), db=db)
+    assert r.returncode == 0, r.stderr
+    assert q(db, "SELECT lines, complete FROM log_files WHERE path = ?", [str(log)]) == [(35736, True)]

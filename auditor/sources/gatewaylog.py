@@ -55,7 +55,7 @@ from typing import BinaryIO, Callable
 
 import duckdb
 
-from ..errors import SourceError
+from ..errors import SourceError, StoreError
 from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
@@ -153,7 +153,7 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
                     if interrupted.is_set():
                         raise
                     ing.fail(t, f"cannot read: {exc.strerror or exc}")
-                except duckdb.Error as exc:
+                except (duckdb.Error, StoreError) as exc:     # StoreError: a commit failed (a full disk)
                     if interrupted.is_set():
                         raise
                     raise SourceError(f"{t.given}: could not store what was read "
