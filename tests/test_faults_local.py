@@ -149,17 +149,19 @@ def demo(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """``small_disk(kib)``: a real tmpfs of ``kib`` KiB mounted in tmp_path (a real ENOSPC:
+    """``small_disk(kib)``: a real tmpfs of ``kib`` KiB mounted in tmp_path (a real ENOSPC;
+    ``read_only=True``: a real unwritable directory, EROFS, which root cannot write either;
     /dev/full cannot hold the temp file beside it that an atomic write needs). Needs the
     right to mount (root in CI); skipped without it."""
     import subprocess
 
     mounted = []
 
-    def make(kib: int) -> Path:
+    def make(kib: int, read_only: bool = False) -> Path:
         d = tmp_path / f"disk{len(mounted)}"
         d.mkdir()
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(d)], capture_output=True)
+        opts = f"size={kib}k" + (",ro" if read_only else "")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)], capture_output=True)
         if r.returncode:
             pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
         mounted.append(d)
@@ -189,6 +191,19 @@ def test_output_and_out_under_a_file_are_one_line_naming_the_path(demo, tmp_path
     line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(afile / "reports"),
                             db=demo), 2)
     assert f"cannot write {afile / 'reports'}" in line and "Not a directory" in line, line
+
+
+def test_output_and_out_on_a_read_only_disk_are_one_line_naming_the_path(demo, small_disk):
+    """An unwritable directory (read-only: root too is refused): --output and --out alike
+    are one line naming the path and the cause, exit 2 (--out was an internal
+    PermissionError, exit 3)."""
+    disk = small_disk(64, read_only=True)
+    line = one_line(run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(disk / "r.md"),
+                            db=demo), 2)
+    assert f"cannot write {disk / 'r.md'}: Read-only file system" in line, line
+    line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(disk),
+                            db=demo), 2)
+    assert f"cannot write {disk}/" in line and "Read-only file system" in line, line
 
 
 def test_output_on_a_full_disk_is_one_line_naming_the_path_and_the_cause(demo, small_disk):
