@@ -10,8 +10,10 @@ it takes with ``@uses(...)`` and receives each as one object. The global options
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
+import math
 import sys
 import traceback
 from collections.abc import Callable
@@ -510,6 +512,32 @@ def _click_exceptions():
     return exceptions
 
 
+def _finite_floats(command) -> None:
+    """Every float option of ``command``'s tree (its own type, also used to check the config
+    file's value, auditor/config.py) refuses nan and inf as a usage error: no option means
+    them, and they fail far from the flag (``--timeout nan``) or pass silently (``--rate nan``)."""
+    try:
+        from typer._click.types import FloatParamType
+    except ImportError:  # typer releases that depend on click instead of carrying it
+        from click.types import FloatParamType
+    for p in getattr(command, "params", []):
+        if isinstance(p.type, FloatParamType) and not isinstance(p.type, _Finite):
+            p.type = copy.copy(p.type)
+            p.type.__class__ = type(f"Finite{type(p.type).__name__}", (_Finite, type(p.type)), {})
+    for sub in getattr(command, "commands", {}).values():
+        _finite_floats(sub)
+
+
+class _Finite:
+    """Mixed into a float option's click type by _finite_floats."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 def _fail(message: str, code: int) -> None:
     """One line on stderr, credentials masked, control characters shown escaped (a message may
     quote outside text: a table name, a path, a server's words), and exit ``code``."""
@@ -532,6 +560,7 @@ def main(argv: list[str] | None = None) -> None:
     click_exc = _click_exceptions()
     try:
         command = typer.main.get_command(app)
+        _finite_floats(command)
         code = command.main(args=args, prog_name="auditor", standalone_mode=False)
     except click_exc.UsageError as exc:
         where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"

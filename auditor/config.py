@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,8 @@ def default_map(root: Any, config: dict[str, Any], path: Path) -> dict[str, Any]
             elif k in top:
                 out[p.name] = _value(p, top[k], path, k)
         for name, sub in subs.items():
-            out[name] = build(sub, own.get(name, {}), f"{where}{name}.")
+            table = own.get(name)      # `epoch = [3]` is the --epoch option, not the [epoch] table
+            out[name] = build(sub, table if isinstance(table, dict) else {}, f"{where}{name}.")
         return out
 
     return build(root, config, "")
@@ -111,8 +113,30 @@ def _value(param: Any, v: Any, path: Path, key: str) -> Any:
     if not isinstance(values, list) or any(isinstance(x, (list, dict)) for x in values):
         raise UsageError(f"{path}: {key} = {v!r}: expected " + ("a list of values" if param.multiple else "one value"))
     for x in values:
+        kinds, what = _toml_kinds(param)
+        if not isinstance(x, kinds) or (isinstance(x, bool) and bool not in kinds):
+            raise UsageError(f"{path}: {key} = {x!r}: expected {what}")
         try:
             param.type(x, param, None)
         except Exception as exc:
             raise UsageError(f"{path}: {key} = {x!r}: {getattr(exc, 'message', None) or exc}") from None
     return values if param.multiple else v
+
+
+def _toml_kinds(param: Any) -> tuple[tuple[type, ...], str]:
+    """The TOML types a value of ``param`` may have: a flag takes true or false, a number
+    option a number, every other option (paths, URLs, choices, times) a string. Click would
+    take ``offline = 1`` or ``db = 5`` and fail later, far from the file."""
+    try:
+        from typer._click import types
+    except ImportError:  # typer releases that depend on click instead of carrying it
+        from click import types
+    if getattr(param, "is_flag", False) or isinstance(param.type, types.BoolParamType):
+        return (bool,), "true or false"
+    if isinstance(param.type, types.IntParamType):
+        return (int,), "an integer"
+    if isinstance(param.type, types.FloatParamType):
+        return (int, float), "a number"
+    if isinstance(param.type, types.DateTime):        # since = 2026-10-23T11:35:00 is a TOML time
+        return (str, datetime), "a time"
+    return (str,), "a string"

@@ -7,6 +7,9 @@ for one epoch, and optionally a Prometheus textfile.
   (``/v1/epochs/latest``: the latest epoch minus one once its PoC is over and inference
   runs, else minus two), otherwise the latest settled epoch the store holds.
 - ``<date>`` is D, or the UTC date of the epoch's effective start.
+- The three files are written together or not at all (``render.write_all_atomic``): each
+  to a temp file first, then all renamed, so a full disk leaves the day's folder as it was
+  (and says which file and why, exit 3); an unusable ``--out`` is one line naming it, exit 2.
 - A lock file (``DIR/.auditor-report.lock``) keeps two runs from overlapping: a second run
   waits up to ``LOCK_WAIT`` seconds, then exits 3 saying which lock it found held.
 """
@@ -22,7 +25,7 @@ from datetime import date, datetime, time as dtime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import SourceError, UsageError
+from .errors import SourceError, UsageError, cannot_write
 
 LOCK_WAIT = 5.0
 LOCK_NAME = ".auditor-report.lock"
@@ -57,8 +60,8 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
             result = epoch_report.run(store, epoch)
             folder = out_dir / report_day(store, epoch, when).isoformat()
         view = render.View(command=command)
-        for fmt in FORMATS:
-            render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
+        # all three files or none: a full disk never leaves json and md without html
+        render.write_all_atomic({folder / f"report.{fmt}": render.render(result, fmt, view) for fmt in FORMATS})
         progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
                      f"({len(result.findings)} findings)")
         if prom_textfile is not None:
@@ -69,9 +72,12 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
 
 @contextmanager
 def locked(directory: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise cannot_write(path, exc) from exc
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -83,8 +89,11 @@ def locked(directory: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
                     raise SourceError(f"another `auditor report daily` holds {path}; waited {wait:.0f} s, "
                                       "giving up (it will write this report)") from None
                 time.sleep(0.2)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:
+            raise cannot_write(path, exc) from exc
         yield
     finally:
         os.close(fd)   # closing releases the lock

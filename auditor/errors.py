@@ -34,3 +34,27 @@ class StoreError(AuditorError):
     """The DuckDB store could not be opened or written (locked, corrupt)."""
 
     exit_code = EXIT_SOURCE
+
+
+class OutputError(AuditorError):
+    """A report, a textfile or the store could not be written for a reason that is not the
+    path's (a full disk, an I/O error): nothing was lost, the output is missing."""
+
+    exit_code = EXIT_SOURCE
+
+
+# the path itself cannot be used (the value given is wrong); any other cause is the disk's
+_PATH_ERRNOS = {"EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR", "ENOENT", "ENAMETOOLONG", "EEXIST", "ELOOP"}
+
+
+def cannot_write(path: object, exc: OSError) -> AuditorError:
+    """The one line for a file that could not be written: it names the path and the cause.
+    A usage error (exit 2) when the path cannot be used (permission, read-only, not a
+    directory), else an OutputError (exit 3: a full disk, an I/O error)."""
+    import errno
+
+    cause = exc.strerror or str(exc)
+    if isinstance(exc, FileExistsError):         # mkdir of a parent that is a file
+        cause = "a parent of it is a file, not a directory"
+    usage = errno.errorcode.get(exc.errno or 0) in _PATH_ERRNOS
+    return (UsageError if usage else OutputError)(f"cannot write {path}: {cause}")

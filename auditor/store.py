@@ -36,6 +36,10 @@ def queries_dir() -> Path:
     raise StoreError(f"cannot find the queries/ folder next to {here}")
 
 
+def _migration_files() -> list[Path]:
+    return sorted((queries_dir() / "schema").glob("[0-9][0-9][0-9]_*.sql"))
+
+
 def default_db_path() -> Path:
     """``$AUDITOR_DB`` is resolved by the CLI; this is the fallback under the user's data dir."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
@@ -62,6 +66,12 @@ class Store:
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = str(path)
+        try:
+            self.path.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(self.path).decode("utf-8", "backslashreplace")
+            raise UsageError(f"--db {shown}: the path is not UTF-8, which DuckDB cannot open; "
+                             "rename it or give another --db") from None
         if self.path != ":memory:":
             p = Path(self.path)
             if p.is_dir():
@@ -94,8 +104,15 @@ class Store:
         # ("derived:<view>") on this connection: tests check that a run does its work once
         self.executed: Counter[str] = Counter()
         if not read_only:
-            self.migrate()
-            self.create_views()
+            try:
+                self.migrate()
+                self.create_views()
+            except BaseException:
+                self.con.close()
+                raise
+        elif self.one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
+            self._refuse_newer({r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()},
+                               _migration_files())
 
     # -- schema -------------------------------------------------------------
     def migrate(self) -> list[str]:
@@ -105,8 +122,10 @@ class Store:
             " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
         )
         done = {r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        files = _migration_files()
+        self._refuse_newer(done, files)
         applied = []
-        for f in sorted((queries_dir() / "schema").glob("[0-9][0-9][0-9]_*.sql")):
+        for f in files:
             version = int(f.name[:3])
             if version in done:
                 continue
@@ -117,6 +136,14 @@ class Store:
                 )
             applied.append(f.stem)
         return applied
+
+    def _refuse_newer(self, done: set[int], files: list[Path]) -> None:
+        """A store migrated by a newer auditor has tables this one does not know the shape
+        of (its inserts would fail on a column count, or worse, succeed wrongly)."""
+        known = max((int(f.name[:3]) for f in files), default=0)
+        if done and max(done) > known:
+            raise StoreError(f"the database {self.path} was made by a newer auditor (schema version {max(done)}; "
+                             f"this one knows up to {known}): upgrade auditor, or use another --db")
 
     def create_views(self) -> None:
         """Define every view of ``queries/views/`` (when their text changed since the last
@@ -204,7 +231,11 @@ class Store:
             self.con.execute("ROLLBACK")
             raise
         else:
-            self.con.execute("COMMIT")
+            try:
+                self.con.execute("COMMIT")
+            except (duckdb.IOException, duckdb.TransactionException) as exc:
+                # a full disk or a failing one: nothing of the transaction was stored
+                raise StoreError(f"cannot write the database {self.path}: {str(exc).splitlines()[0]}") from exc
         finally:
             self._in_tx = False
 

@@ -215,26 +215,42 @@ def emit(result: Result, fmt: str, output: Path | None = None, view: View = View
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory; give a file path")
+    """Write ``text`` to ``path`` as a whole or not at all: a temp file beside it, then a
+    rename. A failure is one line naming the path and the cause (errors.cannot_write)."""
+    write_all_atomic({Path(path): text})
+
+
+def write_all_atomic(files: dict[Path, str]) -> None:
+    """Write every file or none: each text goes to a temp file beside its path (fsynced),
+    and only when all are written are they renamed into place, so a full disk leaves the
+    files as they were (``report daily``'s json, md and html come together). Temp files
+    are removed on any failure."""
+    for path in files:
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory; give a file path")
+    umask = os.umask(0)
+    os.umask(umask)
+    temps: dict[Path, str] = {}
+    path = next(iter(files))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temps[path] = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.chmod(temps[path], 0o666 & ~umask)       # as an ordinary file, not mkstemp's 0600
+            # an undecodable byte of a path name (a surrogate) is written as \udcXX: the file stays UTF-8
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for path, tmp in temps.items():
+            os.replace(tmp, path)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)       # as an ordinary file, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        from ..errors import cannot_write
+
+        raise cannot_write(path, exc) from exc
+    finally:
+        for tmp in temps.values():      # what was renamed is no longer there
+            Path(tmp).unlink(missing_ok=True)
 
 
 def query_result(store, sql: str) -> Result:

@@ -40,6 +40,7 @@ import glob
 import hashlib
 import os
 import queue
+import re
 import signal
 import sys
 import tempfile
@@ -54,7 +55,7 @@ from typing import BinaryIO, Callable
 
 import duckdb
 
-from ..errors import SourceError
+from ..errors import SourceError, StoreError
 from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
@@ -123,6 +124,7 @@ class Target:
     st: os.stat_result | None = None
     kind: str = "plain"       # plain | gz
     head: bytes = b""         # the first HEAD_BYTES of its content (uncompressed)
+    fs: str = ""              # the path to open: ``path`` is its text, as stored (see _as_text)
 
 
 def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: int = BLOCK_SIZE,
@@ -151,7 +153,7 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
                     if interrupted.is_set():
                         raise
                     ing.fail(t, f"cannot read: {exc.strerror or exc}")
-                except duckdb.Error as exc:
+                except (duckdb.Error, StoreError) as exc:     # StoreError: a commit failed (a full disk)
                     if interrupted.is_set():
                         raise
                     raise SourceError(f"{t.given}: could not store what was read "
@@ -207,13 +209,14 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
     missing: list[tuple[str, str]] = []
     seen: set = set()            # paths, and (device, inode) so a file linked twice is read once
     for given in paths:
-        given = str(given)
+        fs_given = str(given)
+        given = _as_text(fs_given)
         if given == STDIN:
             if STDIN not in seen:
                 seen.add(STDIN)
                 out.append(Target(STDIN, given))
             continue
-        p = os.path.expanduser(given)
+        p = os.path.expanduser(fs_given)
         if _GLOB_CHARS & set(p):
             matches = sorted(m for m in glob.glob(p) if os.path.isfile(m))
             if not matches:
@@ -225,6 +228,10 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
                 continue
             if os.path.isdir(p):
                 missing.append((given, f"is a directory; give files or a glob such as {given.rstrip('/')}/*.log"))
+                continue
+            if (what := _not_regular(p)) is not None:
+                missing.append((given, f"is {what}, not a regular file: never opened (it may never end); "
+                                       "give a log file, a .gz, or - for stdin"))
                 continue
             matches = [p]
         for m in matches:
@@ -239,11 +246,41 @@ def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]
                 kind = "gz" if _is_gzip(a) else "plain"
                 head = _content_head(a, kind)
             except OSError as exc:
-                missing.append((m, f"cannot read: {exc.strerror}"))
+                missing.append((_as_text(m), f"cannot read: {exc.strerror}"))
                 continue
             seen.add((st.st_dev, st.st_ino))
-            out.append(Target(a, m if m != p else given, st, kind, head))
+            out.append(Target(_as_text(a), _as_text(m) if m != p else given, st, kind, head, fs=a))
     return out, missing
+
+
+def _as_text(path: str) -> str:
+    """A path as text the store can hold (UTF-8): the bytes of a name that is not UTF-8
+    (which Python carries as surrogates, and DuckDB refuses) as ``\\xNN``. What is opened
+    is the path itself (Target.fs)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _fs_path(text: str) -> str:
+    """The path a stored path text names (the inverse of _as_text; a name that holds a
+    backslash, x and two hex digits itself is read as the byte: it only decides whether a
+    record not read in this run is still at its path)."""
+    if "\\x" not in text:
+        return text
+    return os.fsdecode(re.sub(rb"\\x([89a-f][0-9a-f])", lambda m: bytes([int(m[1], 16)]), text.encode()))
+
+
+def _not_regular(path: str) -> str | None:
+    """What ``path`` is when it is not a regular file (a FIFO, a device, a socket: reading
+    one may never end, and a blocked open ignores Ctrl-C), from its stat alone; None for a
+    regular file. Checked before anything is opened (globs take regular files only)."""
+    import stat
+
+    mode = os.stat(path).st_mode
+    for test, what in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def _is_gzip(path: str) -> bool:
@@ -430,7 +467,7 @@ class _Ingest:
                 if src is not None:
                     self.copies[t.path] = src
         given = {t.path for t in files}
-        gone = [r for r in free if r.gone_at is None and (r.path in given or not os.path.exists(r.path))]
+        gone = [r for r in free if r.gone_at is None and (r.path in given or not os.path.exists(_fs_path(r.path)))]
         if not moves and not gone:
             return out
         now = utcnow()
@@ -469,7 +506,7 @@ class _Ingest:
         elif st.st_size == rec.byte_offset and (rec.device, rec.inode) == (st.st_dev, st.st_ino):
             return self._unchanged(t)
         rec.device, rec.inode = st.st_dev, st.st_ino
-        with open(t.path, "rb") as f:
+        with open(t.fs, "rb") as f:
             f.seek(rec.byte_offset)
             left = self._stream(rec, f.readinto, final=False, total=max(0, st.st_size - rec.byte_offset),
                                 label=t.given, head=t.head, size=st.st_size, mtime=_mtime(st))
@@ -486,7 +523,7 @@ class _Ingest:
         if rec is None:
             rec = self.new_rec(t.path, "gz")
         rec.device, rec.inode = st.st_dev, st.st_ino
-        verified, decoded, damage = _gz_verified(t.path)
+        verified, decoded, damage = _gz_verified(t.fs)
         if rec.byte_offset < verified:
             self._read_gz_from(t, rec, verified, damage)
         elif damage is None:     # all it holds is stored already (a compressed copy): not decompressed again
@@ -506,7 +543,7 @@ class _Ingest:
         """Store the verified uncompressed bytes of ``t`` after ``rec.byte_offset`` (decompressed
         again from the start; what is stored already is skipped)."""
         st = t.st
-        with open(t.path, "rb") as raw:
+        with open(t.fs, "rb") as raw:
             chunks = _gunzip(raw)
             pending = [memoryview(b"")]
             pos = [0]                       # uncompressed bytes taken from chunks

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -687,9 +688,112 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
     It never raises on what the block holds: when parsing fails unexpectedly, the block is
     parsed again in halves, down to the line that fails, which is rejected (``parse_error``)."""
     try:
-        return _parse_block(block, base_line, base_off, vectorised, compiled)
+        res = _parse_block(block, base_line, base_off, vectorised, compiled)
     except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
-        return _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
+        res = _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
+    return _reject_implausible_times(_reject_nul(res, block, base_off), block, base_off)
+
+
+# -- plausible times ---------------------------------------------------------------------
+EARLIEST_US = 1_704_067_200 * 10**6      # 2024-01-01 UTC: before any devshardctl gateway ran
+FUTURE_SLACK_US = 86_400 * 10**6      # a line dated more than a day after the run is a wrong clock
+NEIGHBOURS = 5
+MAX_JUMP_US = 86_400 * 10**6
+
+
+def _reject_implausible_times(res: BlockResult, block, base_off: int) -> BlockResult:
+    """Reject the lines of a parsed block whose time cannot be where they sit
+    (``implausible_time``), so that no span of the logs (coverage, poc-overload's and
+    targets' evidence, remints' log spans: min and max of the stored times) reaches where
+    the lines do not: two lines dated 1970 and 2100 made every window look covered. A
+    timed line is implausible when
+
+    * it is dated before 2024 (EARLIEST_US), or more than a day after now (a reset clock, a mangled
+      line), or
+    * the lines around it agree and it does not: the median time of the NEIGHBOURS timed
+      lines before it and that of the NEIGHBOURS after it are within MAX_JUMP (a day) of
+      each other, and it is more than MAX_JUMP from both.
+
+    Lines in time order with any gaps (a quiet gateway), lines reordered by seconds, a
+    clock or time zone that jumps for good (the two medians disagree), files concatenated
+    out of order: all kept. The medians let up to two strays in a row be found. Within
+    NEIGHBOURS timed lines of the block's edge (8 MiB blocks; a few lines appended since
+    the last run are a block) only the first rule applies. Every parse path gives the same
+    events table, so the rule is the same on every path."""
+    import polars as pl
+
+    if not res.parsed:
+        return res
+    df = pl.from_arrow(res.events.select(["line_no", "byte_offset", "ts"])).with_row_index("i")
+    timed = df.filter(pl.col("ts").is_not_null())
+    us = timed["ts"].dt.epoch("us")
+    now = int(time.time() * 1e6)
+    x = us.cast(pl.Float64)
+    med = x.rolling_median(NEIGHBOURS)              # of the timed lines j-NEIGHBOURS+1 .. j
+    before, after = med.shift(1), med.shift(-NEIGHBOURS)
+    frame = pl.DataFrame({"x": x, "b": before, "a": after})
+    lo = pl.min_horizontal("b", "a") - MAX_JUMP_US
+    hi = pl.max_horizontal("b", "a") + MAX_JUMP_US
+    relative = ((pl.col("b") - pl.col("a")).abs() <= MAX_JUMP_US) & ((pl.col("x") < lo) | (pl.col("x") > hi))
+    bad = frame.select(relative.fill_null(False))["b"] | (us < EARLIEST_US) | (us > now + FUTURE_SLACK_US)
+    _reject_events(res, block, base_off, "implausible_time", timed.filter(bad))
+    return res
+
+
+def _reject_nul(res: BlockResult, block, base_off: int) -> BlockResult:
+    """Reject the lines with a NUL character in a value, raw or escaped (``nul_char``): the
+    gateway never writes one, and ``host=\\0sl0wh0st`` would be a second host beside
+    ``sl0wh0st`` (a participant, a model: the same). Other control characters are data,
+    shown escaped by every renderer (auditor/report/text.py). The events table is the same
+    on every parse path, so the rule is too."""
+    import polars as pl
+
+    if not res.parsed:
+        return res
+    # host, escrow, nonce are lifted from fields, where a NUL is written \u0000; the line's
+    # identity (request, stage name) and a JSON record's level are not in fields
+    cols = ("level", "name", "request")
+    hits = [pl.from_arrow(res.events.column(c)).str.contains("\x00", literal=True) for c in cols]
+    hits.append(pl.from_arrow(res.events.column("fields")).str.contains("\\u0000", literal=True))
+    mask = hits[0].fill_null(False)
+    for h in hits[1:]:
+        mask = mask | h.fill_null(False)
+    if not mask.any():          # the usual case: ~4 ms of an 8 MiB block's ~270
+        return res
+    ev = pl.from_arrow(res.events.select(["line_no", "byte_offset", *cols, "fields"])).with_row_index("i")
+    maybe = ev.filter(mask)
+    # the fields text may hold a backslash and "u0000" (no NUL): decide on the values
+    has = [any("\x00" in (v or "") for v in (lv, nm, rq)) or _holds_nul(json.loads(f))
+           for lv, nm, rq, f in maybe.select(*cols, "fields").iter_rows()]
+    _reject_events(res, block, base_off, "nul_char", maybe.filter(pl.Series(has, dtype=pl.Boolean)))
+    return res
+
+
+def _holds_nul(v: Any) -> bool:
+    if isinstance(v, str):
+        return "\x00" in v
+    if isinstance(v, dict):
+        return any(_holds_nul(k) or _holds_nul(x) for k, x in v.items())
+    if isinstance(v, list):
+        return any(_holds_nul(x) for x in v)
+    return False
+
+
+def _reject_events(res: BlockResult, block, base_off: int, reason: str, rows) -> None:
+    """Move the events ``rows`` (a frame of ``i``, their index in ``res.events``, with
+    ``line_no`` and ``byte_offset``) to the block's rejected lines, sampled from ``block``."""
+    import polars as pl
+
+    if not rows.height:
+        return
+    keep = pl.Series([True] * res.parsed).scatter(rows["i"], False)
+    res.events = _arrow(pl.from_arrow(res.events).filter(keep))
+    for line_no, off in rows.select("line_no", "byte_offset").iter_rows():
+        text = ""
+        if len(res.samples.get(reason, [])) < SAMPLES_PER_REASON:
+            rel = off - base_off
+            text = bytes(block[rel:rel + 4 * SAMPLE_CHARS]).split(b"\n")[0].decode("utf-8", "backslashreplace")
+        _reject(res, reason, line_no, off, text)
 
 
 def _parse_halves(block: bytes, base_line: int, base_off: int, vectorised: bool, compiled: bool) -> BlockResult:

@@ -1,0 +1,475 @@
+"""Local inputs under faults (issue 18), through the real CLI: nan and inf on the command
+line and in auditor.toml, wrong TOML types, a store made by a newer auditor, a FIFO or a
+device as --gateway-log, stray dates in a log, NUL bytes in values, non-UTF-8 path names,
+unwritable and full output places. Each is one line on stderr and the documented exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+
+def one_line(r, code: int) -> str:
+    """The run exited ``code`` with exactly one line on stderr, no traceback; that line."""
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == code and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    return lines[0]
+
+
+# -- numbers: nan and inf are refused by every float option, at one place (cli._finite_floats)
+@pytest.mark.parametrize("args", [
+    ["collect", "--gateway-log", "x.log", "--timeout", "nan"],
+    ["collect", "--gateway-log", "x.log", "--timeout", "inf"],
+    ["collect", "--gateway-log", "x.log", "--rate", "nan"],
+    ["collect", "--gateway-log", "x.log", "--rate", "inf"],
+    ["targets", "1", "--offline", "--headroom", "nan"],
+    ["targets", "1", "--offline", "--headroom", "inf"],
+    ["targets", "1", "--offline", "--per-10000", "nan"],
+    ["poc-overload", "1", "--offline", "--per-10000", "inf"],
+    ["poc-overload", "1", "--offline", "--lookback", "nan"],
+])
+def test_nan_and_inf_on_the_command_line_are_usage_errors(args, tmp_path):
+    line = one_line(run_cli(*args, db=tmp_path / "a.duckdb"), 2)
+    flag = next(a for a in args if a.startswith("--") and a not in ("--gateway-log", "--offline"))
+    assert flag in line and "not a finite number" in line, line
+
+
+def test_nan_from_the_environment_is_a_usage_error(tmp_path):
+    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb",
+                            env={"AUDITOR_RATE": "nan"}), 2)
+    assert "--rate" in line and "AUDITOR_RATE" in line
+
+
+@pytest.mark.parametrize("toml, says", [
+    ("db = 5", "db = 5: expected a string"),
+    ("gateway_log = [5]", "gateway_log = 5: expected a string"),
+    ("record = 5", "record = 5: expected a string"),
+    ("offline = 1", "offline = 1: expected true or false"),
+    ("rate = nan", "rate = nan: nan is not a finite number"),
+    ("timeout = inf", "timeout = inf: inf is not a finite number"),
+    ("rate = true", "rate = True: expected a number"),
+    ("[report.daily]\nout = 7", "report.daily.out = 7: expected a string"),
+    ("[collect]\nepoch = [1.5]", "collect.epoch = 1.5: expected an integer"),
+    ("epoch = [3]", "epoch = [3]: expected one value"),      # also an option of report daily, single there
+])
+def test_wrong_toml_types_are_one_line_and_exit_2(toml, says, tmp_path):
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text(toml + "\n")
+    line = one_line(run_cli("--config", str(cfg), "collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb"), 2)
+    assert f"{cfg}: {says}" in line, line
+
+
+def test_right_toml_types_still_work(tmp_path):
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text('rate = 5\ntimeout = 2.5\n[collect]\nepoch = [3]\ngateway_log = ["none.log"]\n')
+    r = run_cli("--config", str(cfg), "collect", db=tmp_path / "a.duckdb")
+    assert r.returncode == 3 and "none.log: no such file" in r.stderr, r.stderr
+
+
+# -- a store made by a newer auditor ----------------------------------------------------------
+def test_a_store_from_a_newer_auditor_is_refused_in_one_line(tmp_path):
+    """A newer auditor's migration added a column to log_files: this one's inserts would
+    fail on the column count (a DuckDB Binder Error), so the store is refused when opened."""
+    import duckdb
+
+    from conftest import ROOT
+
+    db = tmp_path / "a.duckdb"
+    log = tmp_path / "gw.log"
+    log.write_text("2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n")
+    assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
+    newer = max(int(f.name[:3]) for f in (ROOT / "queries" / "schema").glob("[0-9]*.sql")) + 1
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE log_files ADD COLUMN newer_thing VARCHAR")
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [newer, f"{newer:03d}_newer"])
+    log.write_text("2026/09/30 11:00:01 escrow_balance_exhausted escrow=2\n")     # a new file to store
+    for args in (["collect", "--gateway-log", str(log)], ["sql", "SELECT 1"]):
+        line = one_line(run_cli(*args, db=db), 3)
+        assert f"{db} was made by a newer auditor (schema version {newer}" in line, line
+
+
+# -- --gateway-log: regular files (plain or gzip) and - only ------------------------------------
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "socket"])
+def test_a_gateway_log_that_is_not_a_regular_file_is_never_opened(kind, tmp_path):
+    """A FIFO nobody writes blocked the open forever (deaf to Ctrl-C), /dev/zero was read
+    forever: each is missing (exit 3) with one line saying what it is, checked before
+    anything is opened, and the regular file given with it is still stored. The timeout
+    makes a regression a failure, not a hung suite."""
+    import os
+    import socket
+
+    if kind == "fifo":
+        path = tmp_path / "gw.fifo"
+        os.mkfifo(path)
+    elif kind == "socket":
+        path = tmp_path / "gw.sock"
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+    else:
+        path = Path(kind)
+    good = tmp_path / "gw.log"
+    good.write_text("2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n")
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", str(path), "--gateway-log", str(good), db=db, timeout=30)
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+    missing = [x for x in r.stderr.splitlines() if "MISSING" in x]
+    what = {"fifo": "a FIFO", "/dev/zero": "a character device", "socket": "a socket"}[kind]
+    assert len(missing) == 1 and f"{path}: is {what}" in missing[0] and "not a regular file" in missing[0], r.stderr
+    from conftest import q
+
+    assert q(db, "SELECT count(*) FROM log_events")[0][0] == 1
+    assert q(db, "SELECT status FROM coverage WHERE item = ?", [str(path)]) == [("missing",)]
+
+
+def test_dev_stdin_as_a_pipe_is_refused_and_dash_reads_it(tmp_path):
+    db = tmp_path / "a.duckdb"
+    line = "2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n"
+    r = run_cli("collect", "--gateway-log", "/dev/stdin", db=db, stdin=line, timeout=30)
+    assert r.returncode == 3 and "/dev/stdin: is a FIFO" in r.stderr, r.stderr
+    r = run_cli("collect", "--gateway-log", "-", db=db, stdin=line, timeout=30)
+    assert r.returncode == 0 and "loaded log_events 1" in r.stderr, r.stderr
+
+
+# -- outputs: an unusable path, a full disk ------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """A store holding every bundled source of epoch 403 (as tests/test_reports.py's)."""
+    from conftest import FIXTURES
+
+    db = tmp_path_factory.mktemp("demo") / "auditor.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--replay", str(FIXTURES / "accounting" / "v5"),
+                "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``small_disk(kib)``: a real tmpfs of ``kib`` KiB mounted in tmp_path (a real ENOSPC;
+    ``read_only=True``: a real unwritable directory, EROFS, which root cannot write either;
+    /dev/full cannot hold the temp file beside it that an atomic write needs). Needs the
+    right to mount (root in CI); skipped without it."""
+    import subprocess
+
+    mounted = []
+
+    def make(kib: int, read_only: bool = False) -> Path:
+        d = tmp_path / f"disk{len(mounted)}"
+        d.mkdir()
+        opts = f"size={kib}k" + (",ro" if read_only else "")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)], capture_output=True)
+        if r.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+        mounted.append(d)
+        return d
+
+    yield make
+    for d in mounted:
+        subprocess.run(["umount", str(d)], check=False)
+
+
+def fill(disk: Path, leave_kib: int) -> None:
+    """Take the disk's free space but ``leave_kib`` KiB."""
+    import os
+
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    (disk / "filler").write_bytes(b"\0" * max(0, free - leave_kib * 1024))
+
+
+def test_output_and_out_under_a_file_are_one_line_naming_the_path(demo, tmp_path):
+    """An unusable --output was one line and exit 2, --out an internal PermissionError (or
+    NotADirectoryError), exit 3: both are now one line naming the path, exit 2."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    line = one_line(run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(afile / "r.md"),
+                            db=demo), 2)
+    assert f"cannot write {afile / 'r.md'}" in line
+    line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(afile / "reports"),
+                            db=demo), 2)
+    assert f"cannot write {afile / 'reports'}" in line and "Not a directory" in line, line
+
+
+def test_output_and_out_on_a_read_only_disk_are_one_line_naming_the_path(demo, small_disk):
+    """An unwritable directory (read-only: root too is refused): --output and --out alike
+    are one line naming the path and the cause, exit 2 (--out was an internal
+    PermissionError, exit 3)."""
+    disk = small_disk(64, read_only=True)
+    line = one_line(run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(disk / "r.md"),
+                            db=demo), 2)
+    assert f"cannot write {disk / 'r.md'}: Read-only file system" in line, line
+    line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(disk),
+                            db=demo), 2)
+    assert f"cannot write {disk}/" in line and "Read-only file system" in line, line
+
+
+def test_output_on_a_full_disk_is_one_line_naming_the_path_and_the_cause(demo, small_disk):
+    disk = small_disk(256)
+    fill(disk, 4)
+    out = disk / "r.md"
+    line = one_line(run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(out), db=demo), 3)
+    assert f"cannot write {out}: No space left on device" in line, line
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]       # no temp file left
+
+
+def test_daily_on_a_full_disk_writes_all_its_files_or_none(demo, small_disk):
+    """report daily wrote json and md, then failed on html: now the three are written to
+    temp files first and renamed only when all are written. The reports of an earlier run
+    stay as they were; no temp file is left; one line names the file and the cause."""
+    disk = small_disk(1024)
+    r = run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(disk), db=demo)
+    assert r.returncode == 0, r.stderr
+    (day,) = [p for p in disk.iterdir() if p.is_dir()]
+    for p in day.iterdir():
+        p.write_text(f"earlier {p.name}")
+    fill(disk, 24)      # room for some of the files, not all
+    line = one_line(run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(disk),
+                            db=demo), 3)
+    assert f"cannot write {day}/report." in line and "No space left on device" in line, line
+    assert {p.name: p.read_text() for p in day.iterdir()} == {
+        f"report.{f}": f"earlier report.{f}" for f in ("json", "md", "html")}
+
+
+def test_a_new_store_on_a_full_disk_is_one_line(small_disk):
+    disk = small_disk(64)
+    db = disk / "a.duckdb"
+    line = one_line(run_cli("collect", "--gateway-log", "none.log", db=db), 3)
+    assert f"cannot write the database {db}" in line and "No space left on device" in line, line
+
+
+# -- stray dates: implausible_time ---------------------------------------------------------------
+from datetime import datetime, timedelta, timezone  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+DAY = timedelta(days=1)
+
+
+def _line(t: datetime, i: int) -> str:
+    return f"{t:%Y/%m/%d %H:%M:%S} escrow_balance_exhausted escrow={i}"
+
+
+def _span(res) -> tuple:
+    import polars as pl
+
+    ts = pl.from_arrow(res.events)["ts"]
+    return ts.min(), ts.max()
+
+
+@st.composite
+def log_with_strays(draw):
+    """A log in time order (gaps up to 3 h: any five lines within a day), and up to two
+    stray lines dated more than a day outside its span, each at least NEIGHBOURS lines
+    from its ends."""
+    gaps = draw(st.lists(st.integers(0, 3 * 3600), min_size=11, max_size=80))
+    times = [T0 + timedelta(seconds=sum(gaps[:i])) for i in range(len(gaps))]
+    clean = [_line(t, i) for i, t in enumerate(times)]
+    strays = []
+    for _ in range(draw(st.integers(1, 2))):
+        if draw(st.booleans()):
+            t = draw(st.datetimes(datetime(1970, 1, 1), (times[0] - DAY - timedelta(seconds=1)).replace(tzinfo=None)))
+        else:
+            t = draw(st.datetimes((times[-1] + DAY + timedelta(seconds=1)).replace(tzinfo=None), datetime(2200, 1, 1)))
+        strays.append((draw(st.integers(5, len(clean) - 5)), _line(t, 10**6 + len(strays))))
+    lines = list(clean)
+    for pos, text in sorted(strays, reverse=True):
+        lines.insert(pos, text)
+    return lines, (times[0], times[-1]), len(clean)
+
+
+@settings(max_examples=150, deadline=None)
+@given(log_with_strays())
+def test_stray_lines_never_widen_the_span_and_no_line_in_order_is_lost(case):
+    from auditor.sources.gatewaylog_parse import parse_block
+
+    lines, span, n_clean = case
+    data = ("\n".join(lines) + "\n").encode()
+    for kw in ({}, {"compiled": False}, {"vectorised": False}):
+        res = parse_block(data, **kw)
+        assert _span(res) == span, (kw, lines)
+        assert res.parsed == n_clean and res.rejected == {"implausible_time": len(lines) - n_clean}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 20 * 86_400), min_size=1, max_size=60))
+def test_lines_in_time_order_are_kept_whatever_the_gaps(gaps):
+    """A quiet gateway (gaps of days) or a clock that jumps for good loses no line."""
+    from auditor.sources.gatewaylog_parse import parse_block
+
+    t0 = datetime(2024, 1, 2, tzinfo=timezone.utc)
+    lines = [_line(t0 + timedelta(seconds=sum(gaps[:i + 1])), i) for i in range(len(gaps))]
+    res = parse_block(("\n".join(lines) + "\n").encode())
+    assert res.parsed == len(lines) and not res.rejected
+
+
+def test_stray_dates_do_not_make_an_unread_window_covered(tmp_path):
+    """Issue 18, serious 5, as fed: the log ends 4 minutes before epoch 403's CPoC window;
+    two lines dated 1970 and 2100 made poc-overload call the window's evidence 'full, 0
+    misses, peak 0' and coverage call it fully covered. They are rejected
+    (implausible_time, counted in the collect report); the window stays unknown."""
+    import gzip
+    import json
+
+    from conftest import FIXTURES, q
+
+    demo = gzip.decompress((FIXTURES / "demo-epoch-403" / "gateway.log.gz").read_bytes()).decode().splitlines()
+    before = [x for x in demo if x.startswith("2026/09/22 ")][:2000]
+    log = tmp_path / "gw.log"
+    log.write_text("\n".join(["1970/01/01 00:00:01 escrow_balance_exhausted escrow=1", *before,
+                              "2100/01/01 00:00:01 escrow_balance_exhausted escrow=2"]) + "\n")
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(log), db=db)
+    assert r.returncode == 0 and "rejected 2 (implausible_time)" in r.stderr, r.stderr
+    assert q(db, "SELECT reason, lines FROM log_rejects") == [("implausible_time", 2)]
+    r = run_cli("poc-overload", "403", "--offline", "--format", "json", db=db)
+    windows = json.loads(r.stdout)["windows"]
+    assert windows and {w["evidence"]["state"] for w in windows} == {"none"}, r.stdout[:2000]
+    assert all(w["misses"] is None and w["peak_inflight"] is None for w in windows)
+    cov = json.loads(run_cli("epoch", "403", "--offline", "--format", "json", db=db).stdout)["coverage"]
+    text = json.dumps(cov)
+    assert "cpoc:0: no log lines between" in text and "2100" not in text and "1970" not in text, text
+
+
+# -- NUL in a value --------------------------------------------------------------------------------
+def test_a_nul_in_a_host_value_does_not_make_a_second_host(tmp_path):
+    """Issue 18, minor 11: 'host=\\0sl0wh0st' made a host '\\x00sl0wh0st' beside 'sl0wh0st'.
+    A line with a NUL in a value (raw, or escaped in a quoted or JSON value) is rejected
+    (nul_char), on every parse path; other control characters stay data."""
+    from conftest import FIXTURES, q
+
+    raw = (FIXTURES / "hedging" / "small.log").read_bytes()
+    hosts = sorted({h for line in raw.splitlines() for h in [line.partition(b" host=")[2].split(b" ")[0]] if h})
+    log = tmp_path / "gw.log"
+    log.write_bytes(raw.replace(b"host=sl0wh0st", b"host=\x00sl0wh0st", 1)
+                    + b'2026/10/23 09:59:00 request=r-x stage=prepared host="sl0\\x00wh0st"\n'
+                    + b'2026/10/23 09:59:00 request=r-y stage=prepared host="sl0\\x01wh0st"\n')
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", str(log), db=db)
+    assert r.returncode == 0 and "rejected 2 (nul_char)" in r.stderr, r.stderr
+    stored = sorted(h.encode() for (h,) in q(db, "SELECT DISTINCT host FROM log_events WHERE host IS NOT NULL"))
+    assert stored == sorted(hosts + [b"sl0\x01wh0st"])
+    assert q(db, "SELECT reason, lines FROM log_rejects") == [("nul_char", 2)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["host=", 'host="', "a=", "request="]), st.text("ab\x00\x01", max_size=6),
+                          st.booleans()), min_size=1, max_size=150))
+def test_a_nul_is_rejected_alike_on_every_parse_path(values):
+    """Raw NULs, and NULs escaped in a quoted value (\\x00), in text lines: every path agrees
+    (check_block), and every stored value is free of NUL."""
+    import polars as pl
+
+    from auditor.sources.gatewaylog_parse import parse_block
+
+    lines = []
+    for i, (key, v, escaped) in enumerate(values):
+        v = v.replace("\x00", "\\x00") if escaped and key.endswith('"') else v
+        lines.append(f"2026/09/30 11:00:00 request=r{i} stage=s {key}{v}{chr(34) if key.endswith(chr(34)) else ''}")
+    data = ("\n".join(lines) + "\n").encode()
+    results = [parse_block(data, **kw) for kw in ({}, {"compiled": False}, {"vectorised": False})]
+    for res in results:
+        assert res.rejects == results[-1].rejects and res.parsed + sum(res.rejected.values()) == len(lines)
+        assert pl.from_arrow(res.events).rows() == pl.from_arrow(results[-1].events).rows()
+    ev = pl.from_arrow(results[0].events)
+    assert not any("\x00" in str(x) for c in ("host", "request") for x in ev[c].to_list())
+    assert not ev["fields"].str.contains("\\u0000", literal=True).any()
+
+
+# -- path names that are not UTF-8 ---------------------------------------------------------------
+def test_a_log_whose_name_is_not_utf8_is_stored(tmp_path):
+    """Its rows were refused by DuckDB (a surrogate in log_files.path), exit 3. The path is
+    stored with the odd bytes as \\xNN, the file read again is known (unchanged), a glob
+    finds it, and a path not there is missing in one line."""
+    import gzip
+    import os
+
+    from conftest import q
+
+    d = os.fsencode(tmp_path)
+    (Path(os.fsdecode(d + b"/gw-\xff.log"))).write_bytes(b"2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n")
+    Path(os.fsdecode(d + b"/gw-\xfe.log.gz")).write_bytes(
+        gzip.compress(b"2026/09/30 11:00:01 escrow_balance_exhausted escrow=2\n"))
+    db = tmp_path / "a.duckdb"
+    logs = [os.fsdecode(d + n) for n in (b"/gw-\xff.log", b"/gw-\xfe.log.gz", b"/no-\xfd.log")]
+    r = run_cli("collect", *[x for p in logs for x in ("--gateway-log", p)], db=db)
+    assert r.returncode == 3 and "loaded log_events 2" in r.stderr, r.stderr
+    assert "MISSING " + str(tmp_path) + "/no-\\xfd.log: no such file" in r.stderr, r.stderr
+    assert sorted(q(db, "SELECT path, lines FROM log_files")) == [
+        (f"{tmp_path}/gw-\\xfe.log.gz", 1), (f"{tmp_path}/gw-\\xff.log", 1)]
+    r = run_cli("collect", "--gateway-log", os.fsdecode(d + b"/gw-*"), db=db)
+    assert r.returncode == 0 and r.stderr.count("(unchanged)") == 2 and "gone" not in r.stderr, r.stderr
+    r = run_cli("collect", "--gateway-log", logs[0], db=db)     # the other file is not given: still there
+    assert r.returncode == 0 and "gone" not in r.stderr, r.stderr
+
+
+def test_a_db_whose_name_is_not_utf8_is_one_line(tmp_path):
+    import os
+
+    db = os.fsdecode(os.fsencode(tmp_path) + b"/a-\xff.duckdb")
+    line = one_line(run_cli("--db", db, "collect", "--gateway-log", "none.log"), 2)
+    assert f"--db {tmp_path}/a-\\xff.duckdb: the path is not UTF-8" in line, line
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_an_output_whose_name_is_not_utf8_is_written(demo, tmp_path, fmt):
+    """--output a-\\xff.md (and a command line holding that name, which md and html print)
+    was a UnicodeEncodeError; the file is written, as valid UTF-8."""
+    import os
+
+    out = os.fsdecode(os.fsencode(tmp_path) + f"/r-\xff.{fmt}".encode("latin-1"))
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", fmt, "--output", out, db=demo)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    text = Path(out).read_bytes().decode("utf-8")
+    assert "403" in text
+
+
+def test_coverage_is_the_densely_covered_stretch_not_first_and_last_line(tmp_path):
+    """Two pieces of the demo log, 00:00-00:20 and 00:40-01:02, around a 20-minute hole in
+    epoch 403's CPoC window (00:03-00:58): its first and last line span the window, but
+    the logs do not cover it. Without the hole it is fully covered."""
+    import gzip
+    import json
+
+    from conftest import FIXTURES
+
+    demo = gzip.decompress((FIXTURES / "demo-epoch-403" / "gateway.log.gz").read_bytes()).decode().splitlines()
+    hole = ("2026/09/23 00:20", "2026/09/23 00:40")
+
+    def windows(lines: list[str], name: str) -> dict:
+        log = tmp_path / f"{name}.log"
+        log.write_text("\n".join(lines) + "\n")
+        db = tmp_path / f"{name}.duckdb"
+        r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                    "--gateway-log", str(log), db=db)
+        assert r.returncode == 0, r.stderr
+        cov = json.loads(run_cli("epoch", "403", "--offline", "--format", "json", db=db).stdout)["coverage"]
+        return {w["window"]: w for w in cov["gateway_log"]["windows"]}
+
+    holed = windows([x for x in demo if not hole[0] <= x[:16] < hole[1]], "holed")
+    assert holed["cpoc:0"]["lines"] > 0 and not holed["cpoc:0"]["fully_covered"]
+    assert windows(demo, "whole")["cpoc:0"]["fully_covered"]
+
+
+def test_a_log_into_a_store_on_a_full_disk_is_one_line(small_disk):
+    """The store fits, the log's rows do not: one line naming the log, the store and the
+    cause, exit 3; a later run on a disk with room stores the file whole."""
+    from conftest import FIXTURES, q
+
+    disk = small_disk(2048)
+    db = disk / "a.duckdb"
+    assert run_cli("collect", "--gateway-log", "none.log", db=db).returncode == 3     # the schema only
+    log = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
+    line = one_line(run_cli("--quiet", "collect", "--gateway-log", str(log), db=db), 3)
+    assert f"{log}: could not store what was read (cannot write the database {db}" in line, line
+    assert "No space left on device" in line and "earlier rows are kept" in line
+    import subprocess
+
+    subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+    r = run_cli("collect", "--gateway-log", str(log), db=db)
+    assert r.returncode == 0, r.stderr
+    assert q(db, "SELECT lines, complete FROM log_files WHERE path = ?", [str(log)]) == [(35736, True)]
