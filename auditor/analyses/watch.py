@@ -168,7 +168,7 @@ def _finding(row: dict[str, Any], p0_end: P0Result, share: float, w: Any) -> Fin
         return Finding("miss_test_at_risk", "warn", subject,
                        f"margin of {margin} misses of the {crit} allowed at the projected "
                        f"{row['projected_requests']} requests (under {share:.0%})"
-                       + (f"; {rate} extra misses an hour would use it up before the end" if rate is not None else ""),
+                       + (f"; {rate:g} extra misses an hour would use it up before the end" if rate else ""),
                        evidence)
     return None
 
