@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -90,6 +91,9 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
     if sources.offline:
         raise UsageError("--offline: watch reads the running epoch live; --offline goes with --backtest N")
+    if sources.gateway_logs or sources.metrics:
+        raise UsageError("watch reads the chain (--node), the accounting API (--accounting) and hosts (--host); "
+                         "--gateway-log and --metrics are not among its sources")
     view = render.View(wide=out.wide or bool(c.participants), command=command)
     with ExitStack() as stack:
         s = stack.enter_context(resolved(sources))
@@ -119,7 +123,12 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
             return result.exit_code(out.fail_on)
         if out.path is not None:
             raise UsageError("--output goes with --once (the loop prints what changed as it happens)")
-        watch.loop(reader.read, _options(c), c.interval, keep=keep,
-                   emit_first=lambda r: render.emit(r, out.fmt, None, view), clock=clock, sleep=sleep,
-                   readings=readings)
+        def first(result) -> None:
+            if out.fmt == "json":          # JSON lines: the first reading whole, then one change a line
+                print(json.dumps(json.loads(render.render(result, "json", view))), flush=True)
+            else:
+                render.emit(result, out.fmt, None, view)
+
+        watch.loop(reader.read, _options(c), c.interval, keep=keep, emit_first=first, clock=clock, sleep=sleep,
+                   readings=readings, fmt=out.fmt)
     return 0

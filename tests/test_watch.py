@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -220,6 +221,8 @@ def test_prom_textfile_has_the_three_metrics(servers, db, tmp_path):
 
 def test_bad_input_is_one_line_and_its_exit_code(tmp_path):
     db = tmp_path / "x.duckdb"
+    r = run_cli("watch", "--once", "--node", "http://127.0.0.1:9", "--gateway-log", "x.log", db=db)
+    assert r.returncode == 2 and "--gateway-log" in r.stderr
     r = run_cli("watch", "--once", "--node", "http://127.0.0.1:9", "--interval", "soon", db=db)
     assert r.returncode == 2 and "--interval" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = run_cli("watch", "--once", "--node", "http://127.0.0.1:9", "--host", "http://127.0.0.1:9", db=db)
@@ -235,13 +238,18 @@ def test_loop_prints_only_what_changed_and_ctrl_c_exits_130(db):
         p = subprocess.Popen([sys.executable, "-m", "auditor", "--db", str(db), "watch", "--interval", "300ms",
                               *sources(server.url)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=ROOT, env={"COLUMNS": "200", "NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+        seen: list[str] = []
+        reader = threading.Thread(target=lambda: seen.extend(p.stdout), daemon=True)
+        reader.start()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
-            if q_safe(db) >= 6 * len(HOST):
-                break
+        while time.monotonic() < deadline and not any("finding warn -> error" in line for line in seen):
+            time.sleep(0.1)
+        time.sleep(2)                 # several more readings of the last height, which change nothing
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+        err = p.stderr.read()
+        p.wait(timeout=30)
+        reader.join(timeout=10)
+        out = "".join(seen)
     assert p.returncode == 130, err
     assert err.strip().splitlines()[-1] == "auditor: interrupted" and "Traceback" not in err
     lines = [line for line in out.splitlines() if " epoch 500 height " in line]
@@ -253,13 +261,7 @@ def test_loop_prints_only_what_changed_and_ctrl_c_exits_130(db):
     heights = {int(line.split(" height ")[1].split()[0].replace(",", "")) for line in lines}
     assert heights <= {STORY["heights"][h] for h in ("h2", "h3", "h4")}    # no line after h4 repeats
     assert len(lines) == len(set(lines))
-
-
-def q_safe(db: Path) -> int:
-    try:
-        return q(db, "SELECT count(*) FROM watch_readings")[0][0]
-    except Exception:        # the file is still being created, or locked by the writer
-        return 0
+    assert q(db, "SELECT count(DISTINCT height) FROM watch_readings")[0][0] == 4     # every reading stored
 
 
 class FakeClock:
@@ -304,6 +306,11 @@ def test_rate_limit_holds_over_a_long_run(tmp_path, capsys):
     average is 20 a minute."""
     times, elapsed = _long_run(tmp_path, 20, 300)
     assert len(times) > 300                   # every reading asks the node at least twice
+    # --format json in the loop: JSON lines, the first reading whole, then one change a line
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert CONTRACT <= set(lines[0]) and all("changed" in x and x["epoch"] == 500 for x in lines[1:])
+    assert any(x["participant"] == HOST["runsout"] and x["changed"].get("finding") == ["warn", "error"]
+               for x in lines[1:])
 
     def worst(ts: list[float]) -> float:
         return max(j - i + 1 - (ts[j] - ts[i]) / 3.0 for i in range(len(ts)) for j in range(i, min(len(ts), i + 200)))

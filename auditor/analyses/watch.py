@@ -18,6 +18,7 @@ warnings were false. :func:`loop` re-reads at the interval and prints only what 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -276,27 +277,28 @@ def write_textfile(path: Path, result: Result) -> None:
         raise UsageError(f"cannot write --prom-textfile {path}: {exc.strerror or exc}") from exc
 
 
-def changes(before: dict[str, dict] | None, result: Result) -> list[str]:
-    """One line per participant whose verdicts, finding or margin changed since ``before``."""
+def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") -> list[str]:
+    """One line per participant whose verdicts, finding or margin changed since ``before``:
+    text, or with ``fmt`` json one JSON object (``changed``: each key's ``[before, now]``)."""
     d = result.data
-    severity = {f.subject["id"]: f.severity for f in result.findings}
     head = f"{d['taken_at']} epoch {d['epoch']} height {d['height']:,} ({d['progress']:.1%})"
     out = []
-    for r in d["participants"]:
-        now = {"projected": r["projected_verdict"], "now": r["verdict_now"], "margin": r["margin"],
-               "finding": severity.get(r["participant"], "none")}
-        old = (before or {}).get(r["participant"])
+    for participant, now in state_of(result).items():
+        old = (before or {}).get(participant)
         if old == now:
             continue
-        if old is None:
-            parts = [f"{k} {v}" for k, v in now.items()]
+        changed = {k: [None if old is None else old[k], v] for k, v in now.items() if old is None or old[k] != v}
+        if fmt == "json":
+            out.append(json.dumps({"taken_at": d["taken_at"], "epoch": d["epoch"], "height": d["height"],
+                                   "progress": d["progress"], "participant": participant, "changed": changed}))
         else:
-            parts = [f"{k} {old[k]} -> {now[k]}" for k in now if old[k] != now[k]]
-        out.append(f"{head}: {r['participant']} " + ", ".join(parts))
+            out.append(f"{head}: {participant} " + ", ".join(
+                f"{k} {v}" if old is None else f"{k} {a} -> {v}" for k, (a, v) in changed.items()))
     return out
 
 
 def state_of(result: Result) -> dict[str, dict]:
+    """What a change line is about, per participant shown: verdicts, finding, margin."""
     severity = {f.subject["id"]: f.severity for f in result.findings}
     return {r["participant"]: {"projected": r["projected_verdict"], "now": r["verdict_now"], "margin": r["margin"],
                                "finding": severity.get(r["participant"], "none")}
@@ -305,7 +307,7 @@ def state_of(result: Result) -> dict[str, dict]:
 
 def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, keep: Callable[[Result, Any], None],
          emit_first: Callable[[Result], None], clock: Callable[[], float], sleep: Callable[[float], None],
-         readings: int | None = None, err: Any = None, out: Any = None) -> None:
+         readings: int | None = None, fmt: str = "table", err: Any = None, out: Any = None) -> None:
     """Read, assess, keep (store and textfile), print what changed; again every ``interval``
     seconds (counted from the start of a reading) until interrupted, or ``readings`` times.
     A source that fails is one line on stderr and is asked again at the next interval."""
@@ -327,7 +329,7 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
             if before is None:
                 emit_first(result)
             else:
-                for line in changes(before, result):
+                for line in changes(before, result, fmt):
                     print(line, file=out, flush=True)
             for m in result.coverage.get("missing", []):
                 print(f"auditor: watch: incomplete reading: {m}", file=err, flush=True)
