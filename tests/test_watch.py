@@ -5,6 +5,7 @@ writes them; story.json says what each host is meant to show)."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -357,3 +358,54 @@ def test_interval_durations(unit, n):
     from auditor.watch import seconds
 
     assert seconds(f"{n}{unit}") == pytest.approx(n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}[unit])
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_shipped_alert_rules_fire_on_the_textfile(servers, db, tmp_path):
+    """contrib/prometheus/auditor-watch.rules.yml: promtool checks it, and evaluates its alert
+    expressions on the series the watch writes at 75 %: the host projected to fail and the one
+    with no margin left alert, the healthy ones do not."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    rules = ROOT / "contrib" / "prometheus" / "auditor-watch.rules.yml"
+    assert subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True).returncode == 0
+    prom = tmp_path / "watch.prom"
+    once(servers["h3"], db, "--prom-textfile", str(prom))
+    series = [{"series": "%s{%s}" % (s.name, ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))),
+               "values": f"{s.value:g}x60"}
+              for fam in text_string_to_metric_families(prom.read_text()) for s in fam.samples]
+
+    def sample(name: str, host: str) -> dict:
+        return {"labels": f'{{epoch="500", participant="{HOST[host]}"}}', "value": exprs[name][1]}
+
+    exprs = {"GonkaMissTestProjectedFail": (_rule_expr(rules, "GonkaMissTestProjectedFail"), 0),
+             "GonkaMissTestMarginLow": (_rule_expr(rules, "GonkaMissTestMarginLow"), 0)}
+    test = {"evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "promql_expr_test": [
+            {"expr": exprs["GonkaMissTestProjectedFail"][0], "eval_time": "40m",
+             "exp_samples": [{"labels": f'auditor_miss_test_projected_pass{{epoch="500", '
+                                        f'participant="{HOST["unsettled"]}"}}', "value": 0}]},
+            {"expr": exprs["GonkaMissTestMarginLow"][0], "eval_time": "40m",
+             "exp_samples": [sample("GonkaMissTestMarginLow", "runsout")]},
+        ]}]}
+    (tmp_path / "t.yml").write_text(json.dumps(test))        # JSON is YAML
+    r = subprocess.run(["promtool", "test", "rules", str(tmp_path / "t.yml")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _rule_expr(rules: Path, alert: str) -> str:
+    """The ``expr`` of one alert of a rule file (one line, or a ``>-`` block folded)."""
+    lines = rules.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line.strip() == f"- alert: {alert}")
+    j = next(n for n in range(i, len(lines)) if lines[n].strip().startswith("expr:"))
+    value = lines[j].split("expr:", 1)[1].strip()
+    if value != ">-":
+        return value
+    indent = len(lines[j + 1]) - len(lines[j + 1].lstrip())
+    block = []
+    for line in lines[j + 1:]:
+        if len(line) - len(line.lstrip()) < indent or not line.strip():
+            break
+        block.append(line.strip())
+    return " ".join(block)
