@@ -163,7 +163,7 @@ def test_backtest_says_when_each_zeroed_host_was_first_warned(servers, db):
     rows = by_participant(out)
     for name in STORY["zeroed"]:
         assert rows[HOST[name]]["first_warned_height"] == STORY["heights"]["h2"], name
-        assert rows[HOST[name]]["outcome"] == "zeroed, warned in time"
+        assert rows[HOST[name]]["outcome"] == "zeroed, warned before the end"
     assert (out["zeroed"], out["zeroed_warned"], out["false_warnings"]) == (2, 2, 0)
     assert rows[HOST["healthy"]]["outcome"] == "not zeroed, never warned"
     md = run_cli("watch", "--backtest", "500", "--offline", "--format", "md", db=db)

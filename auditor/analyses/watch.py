@@ -366,7 +366,7 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
         elif zeroed:
             counts["zeroed"] += 1
             counts["zeroed_warned" if warned else "zeroed_missed"] += 1
-            outcome = "zeroed, warned in time" if warned else "zeroed, never warned"
+            outcome = "zeroed, warned before the end" if warned else "zeroed, never warned"
         elif warned:
             counts["false_warnings"] += 1
             counts["false_warning_readings"] += r["warned_readings"]
