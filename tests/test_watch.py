@@ -409,3 +409,15 @@ def _rule_expr(rules: Path, alert: str) -> str:
             break
         block.append(line.strip())
     return " ".join(block)
+
+
+def test_an_accounting_api_that_fails_leaves_the_reading_incomplete(servers, db):
+    """Exit 3 with the report printed: the misses it would have added are missing, not zero."""
+    r = run_cli("watch", "--once", "--format", "json", "--node", servers["h2"], "--rate", "0", "--timeout", "0.5",
+                "--accounting", "http://127.0.0.1:9", db=db)
+    assert r.returncode == 3, r.stderr
+    out = json.loads(r.stdout)
+    assert out["coverage"]["sources"] == ["chain", "accounting"]
+    assert len(out["coverage"]["missing"]) == 1 and "accounting" in out["coverage"]["missing"][0]
+    chain_only, _ = once(servers["h2"], db, accounting=False, host=False)
+    assert "not yet settled on chain are unknown" in chain_only["coverage"]["unknown"][0]

@@ -109,9 +109,9 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
     findings = [f for f in findings if not options.participants or f.subject["id"] in options.participants]
     shown.sort(key=lambda r: (_rank(r), r["margin"] if r["margin"] is not None else 1 << 62, r["participant"]))
     data = _data(reading, p0_now, p0_end, now_rows, shown, notes)
-    sources = ["chain", *(["accounting"] if any(u.source == "accounting" for u in reading.unsettled) else []),
-               *(["host"] if any(u.source == "host" for u in reading.unsettled) else [])]
-    coverage = {"sources": sources, "missing": list(reading.missing), "unknown": []}
+    unknown = [] if len(reading.sources) > 1 else [
+        "no --accounting or --host: the misses of escrows not yet settled on chain are unknown, not zero"]
+    coverage = {"sources": list(reading.sources), "missing": list(reading.missing), "unknown": unknown}
     table = Table(TITLE, list(COLUMNS), [{**r, "missed_by_source": _by_source(r["missed_by_source"])} for r in shown],
                   notes=[ASSUMPTION, *notes], narrow=["exhaust_misses_per_hour", "missed_by_source",
                                                      "projected_requests"])

@@ -138,6 +138,7 @@ class Reading:
     missing: list[str] = field(default_factory=list)  # asked for, not obtained: the answer is incomplete
     notes: list[str] = field(default_factory=list)
     requests_sent: int = 0
+    sources: list[str] = field(default_factory=lambda: ["chain"])   # what was asked
 
 
 def assigned(slot_id: int, nonce: int, slots: int) -> int:
@@ -182,6 +183,7 @@ class Reader:
         window = self._window()
         taken = self.now()
         reading = Reading(window, taken, self._governance_p0(window.epoch), self._chain_counters())
+        reading.sources += [*(["accounting"] if self.accounting else []), *(["host"] if self.hosts else [])]
         unsettled: dict[tuple[str, int], Unsettled] = {}
         for h in self.hosts:
             self._host(h, window, reading, unsettled)
