@@ -311,9 +311,9 @@ class Reader:
                 continue
             slots = self._escrow_slots.get(ref.escrow_id, [])
             for slot, stats in shard.host_stats.items():
-                sid = int(slot)
+                sid = int(slot) if slot.strip().isdigit() else len(slots)
                 if sid >= len(slots):
-                    reading.notes.append(f"escrow {ref.escrow_id} slot {sid}: not among its {len(slots)} slots on chain")
+                    reading.notes.append(f"escrow {ref.escrow_id} slot {slot!r}: not among its {len(slots)} slots on chain")
                     continue
                 unsettled[(ref.escrow_id, sid)] = Unsettled(ref.escrow_id, sid, slots[sid],
                                                             assigned(sid, shard.nonce, len(slots)), stats.missed,
