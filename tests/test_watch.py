@@ -421,3 +421,16 @@ def test_an_accounting_api_that_fails_leaves_the_reading_incomplete(servers, db)
     assert len(out["coverage"]["missing"]) == 1 and "accounting" in out["coverage"]["missing"][0]
     chain_only, _ = once(servers["h2"], db, accounting=False, host=False)
     assert "not yet settled on chain are unknown" in chain_only["coverage"]["unknown"][0]
+
+
+def test_the_participant_list_decodes_a_real_mainnet_answer():
+    """The recorded mainnet `participant` list (heights near 887,711): 64-bit counters as
+    strings, int32 weights as numbers, every participant kept."""
+    from auditor.sources.live import ParticipantList
+
+    raw = json.loads((W / "mainnet" / "all_participants_height_887711.json").read_text())
+    page = ParticipantList.model_validate(raw)
+    assert len(page.participant) == len(raw["participant"]) > 10 and page.block_height == int(raw["block_height"])
+    assert sum(p.current_epoch_stats.inference_count for p in page.participant) == \
+        sum(int(p["current_epoch_stats"]["inference_count"]) for p in raw["participant"])
+    assert all(p.address.startswith("gonka1") for p in page.participant)

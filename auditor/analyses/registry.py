@@ -259,8 +259,9 @@ WATCH = Analysis(
     "watch", "Miss test of the running epoch", "auditor.analyses.watch",
     summary="the running epoch's miss test projected to its end, per participant, with the misses not yet "
             "on chain; once for cron, or re-read at an interval; `--backtest N` replays epoch N's readings",
-    command=Command("watch", "`auditor watch [--participant ADDR]... [--once] [--interval 10m] [--margin-share 0.2] "
-                             "[--host URL]... [source flags] [output flags] [--prom-textfile PATH]` / "
+    command=Command("watch", "`auditor watch [--participant ADDR]... [--once] [--interval 10m] "
+                             "[--margin-share 0.2] [--host URL]... [source flags] [output flags] "
+                             "[--prom-textfile PATH]` / "
                              "`auditor watch --backtest N`", """\
 Early warning: the chain's miss test of the running epoch, projected to its end from the
 chain's counters (settled escrows) plus the misses of escrows not settled yet (--accounting,

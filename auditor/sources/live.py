@@ -313,7 +313,8 @@ class Reader:
             for slot, stats in shard.host_stats.items():
                 sid = int(slot) if slot.strip().isdigit() else len(slots)
                 if sid >= len(slots):
-                    reading.notes.append(f"escrow {ref.escrow_id} slot {slot!r}: not among its {len(slots)} slots on chain")
+                    reading.notes.append(f"escrow {ref.escrow_id} slot {slot!r}: not among its "
+                                         f"{len(slots)} slots on chain")
                     continue
                 unsettled[(ref.escrow_id, sid)] = Unsettled(ref.escrow_id, sid, slots[sid],
                                                             assigned(sid, shard.nonce, len(slots)), stats.missed,
