@@ -370,8 +370,48 @@ FLAGS: dict[str, Group] = {
 PLAIN_FLAGS = Group("call", [EPOCH_ARG, PARTICIPANT], _plain_call)
 
 
+def _watch_call(**kw):
+    from . import watch
+
+    return watch.call(**kw)
+
+
+FLAGS["watch"] = Group("call", [
+    _opt("participant", Annotated[list[str], typer.Option("--participant", "-p", metavar="ADDR",
+        help="Only this participant (repeatable; the network figures still come from all).")], []),
+    _opt("once", Annotated[bool, typer.Option("--once", help="One reading and report, then exit (for cron).")], False),
+    _opt("interval", Annotated[str, typer.Option("--interval", metavar="DURATION",
+        help="Time between readings without --once, e.g. 30s, 10m, 1h.")], "10m"),
+    _opt("margin_share", Annotated[float, typer.Option("--margin-share", metavar="X",
+        help="Warn when the projected margin is under this share of the misses allowed.")], 0.2),
+    _opt("host", Annotated[list[str], typer.Option("--host", metavar="URL",
+        help="A devshard host's base, http://HOST:PORT/devshard/<version>: its unsettled slots. Repeatable.")], []),
+    _opt("prom_textfile", Annotated[Optional[Path], typer.Option("--prom-textfile", metavar="PATH",
+        help="Keep the margin, projected verdict and requests per participant here (node_exporter textfile).")],
+        None),
+    _opt("backtest", Annotated[Optional[int], typer.Option("--backtest", metavar="N", min=0,
+        help="Replay settled epoch N's stored readings against its verdicts.")], None),
+], _watch_call)
+
+
+def _watch_command(a) -> None:
+    """``auditor watch``: live readings of the running epoch, not a one-shot analysis (auditor/watch.py)."""
+
+    @uses(FLAGS["watch"], SOURCES, OUTPUT)
+    def command(call, sources, out) -> None:
+        from . import watch
+
+        if call.backtest is not None:
+            raise typer.Exit(watch.backtest(_db(), call, sources, out, _collect, command_line()))
+        raise typer.Exit(watch.live(_db(), call, sources, out, command_line()))
+
+    app.command(a.command.name, help=a.command.help)(command)
+
+
 def _analysis_command(a) -> None:
     """Add the command of registry record ``a``: its flags, the source and output flags, its help."""
+    if a.key == "watch":
+        return _watch_command(a)
 
     @uses(FLAGS.get(a.key, PLAIN_FLAGS), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:

@@ -253,8 +253,49 @@ Example:
     sources=("chain", "accounting", "gateway_log", "metrics"))
 
 
+# `auditor watch`: the miss test of the running epoch, read live (not part of `auditor epoch N`,
+# whose epochs are stored); its run(store, N) is the backtest of epoch N's stored readings
+WATCH = Analysis(
+    "watch", "Miss test of the running epoch", "auditor.analyses.watch",
+    summary="the running epoch's miss test projected to its end, per participant, with the misses not yet "
+            "on chain; once for cron, or re-read at an interval; `--backtest N` replays epoch N's readings",
+    command=Command("watch", "`auditor watch [--participant ADDR]... [--once] [--interval 10m] "
+                             "[--margin-share 0.2] [--host URL]... [source flags] [output flags] "
+                             "[--prom-textfile PATH]` / "
+                             "`auditor watch --backtest N`", """\
+Early warning: the chain's miss test of the running epoch, projected to its end from the
+chain's counters (settled escrows) plus the misses of escrows not settled yet (--accounting,
+--host). Without --once it re-reads every --interval and prints only what changed.
+
+\b
+Example:
+  auditor watch --once --node http://node1.gonka.ai:8000 --accounting http://gw:9091 --fail-on warn
+  auditor watch --participant gonka1... --node http://node1.gonka.ai:8000 \\
+      --host http://my-host:8000/devshard/v1 --prom-textfile /var/lib/node_exporter/textfile/watch.prom
+  auditor watch --backtest 433 --offline"""),
+    options="WatchOptions", sources=("chain", "accounting", "host"),
+    codes=(Code("miss_test_at_risk", ("warn", "error"), "participant",
+                "the running epoch's miss test: error when today's counts already fail it, warn when the "
+                "projection to the epoch's end fails or leaves a margin under --margin-share of the allowance"),),
+    metrics=(Metric("auditor_miss_test_margin", ("participant",),
+                    "Misses a participant can still take at the projected end of the running epoch",
+                    "`auditor watch`: misses it can still take at the projected end of the running epoch"),
+             Metric("auditor_miss_test_projected_pass", ("participant",),
+                    "1 when the running epoch's projected miss test passes",
+                    "`auditor watch`: 1 when the projection passes, 0 when it fails"),
+             Metric("auditor_miss_test_requests", ("participant",),
+                    "Requests of the running epoch so far (chain plus not yet settled)",
+                    "`auditor watch`: requests so far, settled and not")))
+LIVE: list[Analysis] = [WATCH]
+
+
+def _records() -> list[Analysis]:
+    """Every record with codes or metrics: the analyses, then the live ones."""
+    return [*ANALYSES, *LIVE]
+
+
 def by_key(key: str) -> Analysis:
-    for a in ANALYSES:
+    for a in _records():
         if a.key == key:
             return a
     raise KeyError(f"no analysis {key!r} in the registry")
@@ -262,23 +303,23 @@ def by_key(key: str) -> Analysis:
 
 def commands() -> list[Analysis]:
     """The records with a command of their own, ``epoch`` first, in report order."""
-    return [EPOCH, *(a for a in ANALYSES if a.command is not None)]
+    return [EPOCH, *(a for a in ANALYSES if a.command is not None), *LIVE]
 
 
 def codes() -> dict[str, Code]:
-    return {c.code: c for a in ANALYSES for c in a.codes}
+    return {c.code: c for a in _records() for c in a.codes}
 
 
 def subject_kinds() -> tuple[str, ...]:
     """The kinds a finding's subject may have: the base ones and any an analysis declares."""
-    return tuple(dict.fromkeys([*BASE_SUBJECT_KINDS, *(c.subject for a in ANALYSES for c in a.codes)]))
+    return tuple(dict.fromkeys([*BASE_SUBJECT_KINDS, *(c.subject for a in _records() for c in a.codes)]))
 
 
 def metrics() -> list[Metric]:
     """Every metric family of the textfile: the report's own, then each analysis's."""
     from ..report.promfile import REPORT_METRICS
 
-    return [*REPORT_METRICS, *(m for a in ANALYSES for m in a.metrics)]
+    return [*REPORT_METRICS, *(m for a in _records() for m in a.metrics)]
 
 
 # -- the README's tables ------------------------------------------------------------------------
@@ -308,7 +349,7 @@ def commands_table() -> list[str]:
 
 
 def codes_table(keys: Iterable[str] | None = None, *, exclude: Iterable[str] = ()) -> list[str]:
-    chosen = [a for a in ANALYSES if (keys is None or a.key in keys) and a.key not in set(exclude)]
+    chosen = [a for a in _records() if (keys is None or a.key in keys) and a.key not in set(exclude)]
     return ["| code | severity | subject | meaning |", "|---|---|---|---|",
             *(_row(f"`{c.code}`", " / ".join(c.severity), c.subject, c.meaning) for a in chosen for c in a.codes)]
 
