@@ -155,7 +155,11 @@ Example:
         depends=("miss_test",),
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
-                    "error when they flip its miss test"),),
+                    "without a log, its misses in dispatch phase `confirmation_poc` by the accounting API, a large "
+                    "share of its misses; error when they flip its miss test"),
+               Code("miss_count_discrepancy", ("warn",), "participant",
+                    "a gateway's accounting, or the logs in one cPoC window, count more misses for a participant "
+                    "than the chain's `missed_requests` for the whole epoch")),
         metrics=(Metric("auditor_poc_overload_peak_inflight", ("participant", "model", "episode"),
                         "Peak in-flight requests of a preserved host in a cPoC window",
                         "a preserved host's peak in flight in a cPoC window"),
