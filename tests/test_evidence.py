@@ -1,0 +1,161 @@
+"""Issue 17: answers from the evidence users actually hold.
+
+A host operator of incident 2107 has the chain and a gateway's public accounting API, no
+gateway log: ``poc-overload`` must flag its preserved host from the accounting counters of
+dispatch phase ``confirmation_poc`` (its misses, the other slots' ghosts). Where sources
+disagree on a participant's misses, ``miss_count_discrepancy`` says so. The recordings are
+built here: the chain of ``fixtures/poc-overload/chain`` (epoch 403, three CPoC events, the
+small preserved host S alone on escrow 134985's 16 slots) and an accounting API written with
+``write_recording`` in the shape of #2107's tracker.gonka.pro numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli, run_json, write_recording
+
+FIX = FIXTURES / "poc-overload"
+STORY = json.loads((FIX / "story.json").read_text())
+S, B, M = STORY["small_host"], STORY["large_host"], STORY["idle_preserved_host"]
+MODEL = STORY["model"]
+E1, E2 = STORY["escrow_single_preserved"], STORY["escrow_large_host"]
+OTHERS = ("gonka168rtjfkszuhcggg4dfyse4yh7xn9zwfglnkns2", "gonka1gvpv7vhk5gyxhmf9u8sc8pw5j8fr6lzalyrmkx",
+          "gonka10thh6z0wvq9c05j4z3f9qtpxxedruqn5ae350k", "gonka1tlvg4kjx7ljd5thgd5fkgh39q6lu8cmxupktgg",
+          "gonka1y2a9p56kv044327uycmqdexl7zs82fs5ryv5le")     # E1's 15 other slots, as the chain lists them
+GHOSTS = 11_114                      # #2107: the other 15 slots' poc_unavailable_host ghosts
+FAILED, REFUSED = 684, 53            # #2107: S's 737 misses in dispatch phase confirmation_poc
+CHAIN_MISSED = {S: STORY["s_chain_missed"], B: 15, M: 9}     # the chain recording's missed_requests
+
+
+def _counter(esc: int, slot: int, disp: str, phase: str, n: int, **key) -> dict:
+    k = {"slot_id": slot, "disposition": disp, "dispatch_phase": phase, "quarantine_mode": "none", **key}
+    return {"escrow_id": str(esc), "key": k, "count": n}
+
+
+def _miss(esc: int, slot: int, disp: str, phase: str, n: int) -> dict:
+    return _counter(esc, slot, disp, phase, n, timeout_kind="refused" if disp == "unfinished_refused" else "execution",
+                    timeout_outcome="applied", failure_origin="host_response")
+
+
+def _record(p: str, counters: list[dict]) -> dict:
+    disp, slots = Counter(), {}
+    for c in counters:
+        disp[c["key"]["disposition"]] += c["count"]
+        s = slots.setdefault((c["escrow_id"], c["key"]["slot_id"]), Counter())
+        s[c["key"]["disposition"]] += c["count"]
+    applied = sum(c["count"] for c in counters if c["key"].get("timeout_outcome") == "applied")
+    return {"schema_version": 5, "updated_at": "2026-09-23T13:10:00Z", "epoch_index": 403, "participant": p,
+            "model": MODEL, "latest_nonces": [{"escrow_id": e, "latest_nonce": 20_100, "phase": "settled"}
+                                              for e in sorted({c["escrow_id"] for c in counters})],
+            "assigned_nonces": sum(disp.values()), "dispositions": dict(disp), "timeout_outcomes": {"applied": applied},
+            "protocol_misses": applied, "protocol_invalid": 0, "unresolved_challenges": 0, "in_flight": 0,
+            "pending_classification": 0, "unclassified": 0, "overclassified": 0, "unknown_reason_total": 0,
+            "cross_checks": {"timeout_applied": applied, "host_missed": applied, "recorded_invalid_transitions": 0,
+                             "host_invalid": 0, "error_count": 0},
+            "counters": counters,
+            "slots": [{"escrow_id": e, "slot_id": sl, "assigned_nonces": sum(d.values()), "dispositions": dict(d),
+                       "timeout_outcomes": {}, "protocol_misses": 0} for (e, sl), d in sorted(slots.items())]}
+
+
+def accounting_2107(directory: Path, *, m_cpoc_misses: int = 0, s_normal_misses: int = 0) -> Path:
+    """The accounting API a host operator reads on the tracker: S's slot 5 of escrow 134985 with
+    its misses in dispatch phase confirmation_poc (and 2 ghosts), the other 15 slots with their
+    poc_unavailable_host ghosts; B on escrow 134986 served its CPoC traffic (1 miss there);
+    M, preserved, with ``m_cpoc_misses`` on an escrow of its own; ``s_normal_misses`` more
+    misses of S outside the CPoC (dispatch phase normal)."""
+    others: dict[str, list[dict]] = {p: [] for p in OTHERS}
+    left = GHOSTS
+    for i, slot in enumerate(s for s in range(16) if s != 5):
+        n = GHOSTS // 15 + (1 if i < GHOSTS % 15 else 0)
+        left -= n
+        others[OTHERS[slot % 5]].append(_counter(E1, slot, "ghost", "confirmation_poc", n,
+                                                 no_send_reason="poc_unavailable_host"))
+        others[OTHERS[slot % 5]].append(_counter(E1, slot, "finished_used", "normal", 480))
+    assert left == 0
+    s = [_miss(E1, 5, "unfinished_execution", "confirmation_poc", FAILED),
+         _miss(E1, 5, "unfinished_refused", "confirmation_poc", REFUSED),
+         _counter(E1, 5, "ghost", "confirmation_poc", 2, no_send_reason="poc_unavailable_host"),
+         _counter(E1, 5, "finished_used", "normal", 517)]
+    if s_normal_misses:
+        s.append(_miss(E1, 5, "unfinished_execution", "normal", s_normal_misses))
+    b = [_counter(E2, sl, "finished_used", "confirmation_poc", 60) for sl in (2, 7, 11, 14)] + \
+        [_miss(E2, 7, "unfinished_execution", "confirmation_poc", 1)]
+    m = [_counter(134_990, 3, "finished_used", "normal", 200)] + \
+        ([_miss(134_990, 3, "unfinished_execution", "confirmation_poc", m_cpoc_misses)] if m_cpoc_misses else [])
+    records = [_record(p, c) for p, c in sorted({S: s, B: b, M: m, **others}.items())]
+    return write_recording(directory, [
+        {"path": "/api/v1/epochs", "body": {"schema_version": 5, "epochs": [
+            {"schema_version": 5, "epoch_index": 403, "assigned_nonces": sum(r["assigned_nonces"] for r in records)}]}},
+        {"path": "/api/v1/epochs/403/participants",
+         "body": {"schema_version": 5, "epoch_index": 403, "participants": records}}])
+
+
+def _report(tmp_path: Path, **kw) -> dict:
+    acct = accounting_2107(tmp_path / "accounting", **kw)
+    return run_json("poc-overload", "403", "--replay", str(FIX / "chain"), "--replay", str(acct), "-f", "json",
+                    db=tmp_path / "a.duckdb")
+
+
+@pytest.fixture(scope="module")
+def operator(tmp_path_factory) -> dict:
+    return _report(tmp_path_factory.mktemp("operator"))
+
+
+def _codes(rep: dict, code: str) -> list[tuple[str, str]]:
+    return [(f["subject"]["id"], f["severity"]) for f in rep["findings"] if f["code"] == code]
+
+
+def test_chain_and_accounting_without_a_log_flag_the_small_preserved_host(operator):
+    assert operator["coverage"]["sources"] and all(w["requests"] is None for w in operator["windows"])
+    assert _codes(operator, "poc_overload") == [(S, "error")]          # nobody else
+    [f] = [f for f in operator["findings"] if f["code"] == "poc_overload"]
+    ev = f["evidence"]
+    assert ev["misses"] == FAILED + REFUSED
+    assert ev["misses_by_kind"] == {"failed_after_receipt": FAILED, "refused_before_receipt": REFUSED}
+    assert ev["other_slots_ghosts"] == {"poc_unavailable_host": GHOSTS}
+    assert ev["misses_flip_verdict"] is True and ev["miss_test"]["verdict"] == "zeroed_by_miss_test"
+    assert "no times" in ev["basis"] and "every CPoC of the epoch" in ev["basis"]
+    assert {"peak in flight", "per-minute load"} <= set(ev["unknown_without_log"])
+    assert any("capped replay" in u for u in ev["unknown_without_log"])
+    assert f"{FAILED + REFUSED} misses" in f["summary"] and f"{GHOSTS:,} poc_unavailable_host" in f["summary"]
+    assert not _codes(operator, "miss_count_discrepancy")           # every gateway count is below the chain's
+
+
+def test_the_same_evidence_feeds_the_miss_test_finding(operator):
+    [z] = [f for f in operator["findings"] if f["code"] == "reward_zeroed_miss_test" and f["subject"]["id"] == S]
+    assert z["evidence"]["misses_in_cpoc_windows"] == FAILED + REFUSED
+    assert z["evidence"]["misses_in_cpoc_windows_source"] == "accounting"
+    assert operator["cpoc_misses"][S]["source"] == "accounting"
+
+
+def test_the_table_prints_the_accounting_numbers(tmp_path):
+    acct = accounting_2107(tmp_path / "accounting")
+    r = run_cli("poc-overload", "403", "--replay", str(FIX / "chain"), "--replay", str(acct), "-f", "md", "--wide",
+                "--participant", S, db=tmp_path / "a.duckdb")
+    assert r.returncode == 0, r.stderr
+    row = next(line for line in r.stdout.splitlines() if line.startswith("| cpoc:0") and MODEL in line)
+    assert f"| {FAILED + REFUSED} |" in row and "accounting" in row
+    assert f"poc_unavailable_host {GHOSTS}" in r.stdout                  # the per-escrow accounting table
+
+
+def test_a_large_share_that_does_not_flip_is_a_warning(tmp_path):
+    rep = _report(tmp_path, m_cpoc_misses=6)                            # 6 of M's 9 chain misses; M was paid
+    assert sorted(_codes(rep, "poc_overload")) == sorted([(S, "error"), (M, "warn")])
+    [f] = [f for f in rep["findings"] if f["code"] == "poc_overload" and f["subject"]["id"] == M]
+    assert f["evidence"]["misses_flip_verdict"] is False and f["evidence"]["share_of_chain_misses"] == 0.6667
+
+
+def test_miss_count_discrepancy_both_ways(tmp_path):
+    # a gateway count below the chain's is normal (operator fixture: no finding); above it is a discrepancy
+    rep = _report(tmp_path, s_normal_misses=400)                       # S: 737 + 400 = 1137 > the chain's 980
+    [f] = [f for f in rep["findings"] if f["code"] == "miss_count_discrepancy"]
+    assert f["subject"]["id"] == S and f["severity"] == "warn"
+    assert f["evidence"]["count"] == FAILED + REFUSED + 400
+    assert f["evidence"]["chain_missed_requests"] == CHAIN_MISSED[S]
+    assert "accounting API of http://127.0.0.1" in f["evidence"]["count_source"]
+    assert "1137" in f["summary"] and "980" in f["summary"]
