@@ -102,8 +102,13 @@ def _report(tmp_path: Path, **kw) -> dict:
 
 
 @pytest.fixture(scope="module")
-def operator(tmp_path_factory) -> dict:
-    return _report(tmp_path_factory.mktemp("operator"))
+def operator_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("operator")
+
+
+@pytest.fixture(scope="module")
+def operator(operator_dir) -> dict:
+    return _report(operator_dir)
 
 
 def _codes(rep: dict, code: str) -> list[tuple[str, str]]:
@@ -159,3 +164,12 @@ def test_miss_count_discrepancy_both_ways(tmp_path):
     assert f["evidence"]["chain_missed_requests"] == CHAIN_MISSED[S]
     assert "accounting API of http://127.0.0.1" in f["evidence"]["count_source"]
     assert "1137" in f["summary"] and "980" in f["summary"]
+
+
+def test_targets_say_the_accounting_gives_no_demand(operator, operator_dir):
+    d = run_json("targets", "403", "--offline", "-f", "json", db=operator_dir / "a.duckdb")
+    [row] = [r for r in d["preserved_targets"] if r["model_id"] == MODEL]
+    assert row["peak_inflight"] is None and row["demand_weight"] is None            # no demand: unknown
+    assert row["cpoc_misses_accounting"] == FAILED + REFUSED + 1                   # S's and B's
+    assert "no in-flight demand" in row["demand_evidence"]
+    assert any(MODEL in u and "no in-flight demand" in u for u in d["coverage"]["unknown"])
