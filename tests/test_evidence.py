@@ -173,3 +173,33 @@ def test_targets_say_the_accounting_gives_no_demand(operator, operator_dir):
     assert row["cpoc_misses_accounting"] == FAILED + REFUSED + 1                   # S's and B's
     assert "no in-flight demand" in row["demand_evidence"]
     assert any(MODEL in u and "no in-flight demand" in u for u in d["coverage"]["unknown"])
+
+
+def test_logs_placing_more_misses_in_a_window_than_the_chain_has(tmp_path):
+    """The demo log with the chain's old count for its victim (95 for the epoch, where the log
+    places 324 misses in cpoc:0): a discrepancy, and the headline does not quote 324 as settled.
+    The bundled demo itself agrees with its chain (345 missed): no discrepancy there."""
+    victim = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())["victim"]
+    entries = []
+    for f in sorted((FIXTURES / "chain" / "epoch-403").glob("*.json")):
+        e = json.loads(f.read_text())
+        if e["path"].endswith("/epoch_performance_summary/403"):
+            body = json.loads(e["body"])
+            for r in body["epochPerformanceSummary"]:
+                if r["participant_id"] == victim:
+                    r.update(inference_count="310", missed_requests="95")
+            e["body"] = json.dumps(body)
+        entries.append(e)
+    chain = write_recording(tmp_path / "chain", entries)
+    log = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
+    d = run_json("poc-overload", "403", "--replay", str(chain), "--gateway-log", str(log), "-f", "json",
+                 db=tmp_path / "a.duckdb")
+    [f] = [f for f in d["findings"] if f["code"] == "miss_count_discrepancy"]
+    assert f["subject"]["id"] == victim and f["evidence"]["count"] == 324
+    assert f["evidence"]["chain_missed_requests"] == 95 and "gateway logs" in f["evidence"]["count_source"]
+    [po] = [f for f in d["findings"] if f["code"] == "poc_overload"]
+    assert "took 324 misses" not in po["summary"] and "more than the chain's 95" in po["summary"]
+    demo = run_json("poc-overload", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"), "--gateway-log",
+                    str(log), "-f", "json", db=tmp_path / "demo.duckdb")
+    assert not [f for f in demo["findings"] if f["code"] == "miss_count_discrepancy"]
+    assert any("took 324 misses in the window" in f["summary"] for f in demo["findings"] if f["code"] == "poc_overload")

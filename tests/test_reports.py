@@ -88,7 +88,7 @@ def test_markdown_report(demo):
     assert len(md) < 65536                           # GitHub's limit for an issue or comment
     findings = md.split("## Findings")[1].split("\n## ")[0]
     assert "`reward_zeroed_miss_test`" in findings and STORY["victim"] in findings
-    assert "missed = 95" in findings and "critical_misses = 49" in findings   # the numbers behind it
+    assert "missed = 345" in findings and "critical_misses = 176" in findings   # the numbers behind it
     assert "<details><summary>27 rows</summary>" in md                          # the long miss-test table
     assert re.search(r"Made by `auditor --db \S+ epoch 403 --offline --format md`", md)
     chain_only = run_cli("--db", str(demo) + ".chain", "epoch", "403", "--replay", str(REC), "--format", "md")
