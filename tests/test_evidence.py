@@ -203,3 +203,81 @@ def test_logs_placing_more_misses_in_a_window_than_the_chain_has(tmp_path):
                     str(log), "-f", "json", db=tmp_path / "demo.duckdb")
     assert not [f for f in demo["findings"] if f["code"] == "miss_count_discrepancy"]
     assert any("took 324 misses in the window" in f["summary"] for f in demo["findings"] if f["code"] == "poc_overload")
+
+
+# -- remints: a mint peak against the baseline the logs show (item 6) -------------------------
+def _remints_build():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("remints_build", FIXTURES / "remints" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["remints_build"] = mod          # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+RB = _remints_build()
+RDS, RMM = "deepseek-ai/DeepSeek-V4-Flash-0731", "MiniMaxAI/MiniMax-M2.7"
+
+
+def epoch_396_peak(directory: Path, *, start_models: tuple[str, ...] = (RDS, RMM), temp_retired: bool = True) -> Path:
+    """#1799's epoch as the reporter's logs show it: no phase-gate line of the epoch's start; the
+    rotator's epoch-start pass at 06:31 mints 3 regular escrows per model (and retires the temp
+    bridge escrows of epoch 395, when ``temp_retired``); then 29 MiniMax regular escrows are
+    minted between 08:45:09Z and 10:06:13Z (81 minutes) with no deactivation logged."""
+    sc = RB.Scenario()
+    f = "gateway.log"
+    for e, model in ((80311, RDS), (80312, RMM)):
+        sc.escrows[e] = RB.Escrow(e, model, 200_000_000, epoch=395, settled=True)
+    t, eid = RB.at(6, 31, 10), 80401
+    for model in start_models:
+        for _ in range(3):
+            sc.mint(f, t, RB.Escrow(eid, model, 500_000_000))
+            t, eid = t + RB.timedelta(seconds=5), eid + 1
+    if temp_retired:
+        for i, old in enumerate((80311, 80312)):
+            sc.add(f, RB.at(6, 31, 45 + 5 * i), f'escrow_rotation_settling escrow={old} reason="escrow rotation temp retired"')
+    start, end = RB.at(8, 45, 9), RB.at(10, 6, 13)
+    for k in range(29):
+        sc.mint(f, start + (end - start) * k / 28, RB.Escrow(80591 + k, RMM, 500_000_000))
+    RB.write(directory, sc)
+    return directory
+
+
+def _remints(d: Path, *extra: str) -> dict:
+    return run_json("remints", "396", "--replay", str(d / "chain"), "--replay", str(d / "accounting"),
+                    "--gateway-log", str(d / "gateway.log"), "-f", "json", *extra, db=d / "r.duckdb")
+
+
+def test_a_mint_peak_is_flagged_against_the_epoch_start_baseline(tmp_path):
+    rep = _remints(epoch_396_peak(tmp_path / "fx"))
+    mm = {m["model"]: m for m in rep["mints"]}[RMM]
+    assert mm["rotation_target"] == 3 and mm["rotation_target_source"].startswith("inferred")
+    assert "temp bridge" in mm["rotation_target_source"] and rep["peaks_not_assessed"] == []
+    peaks = [f for f in rep["findings"] if f["code"] == "mint_peak"]
+    assert peaks and all(f["subject"]["id"] == RMM for f in peaks)
+    assert sum(f["evidence"]["rest"] for f in peaks) == 29                      # every mint of the 81 minutes
+    assert all(f["evidence"]["rotation_baseline"] == 3 and "inferred" in f["evidence"]["baseline_basis"]
+               for f in peaks)
+    assert "baseline 3" in peaks[0]["summary"]
+    # --rotation-target overrides the inferred baseline
+    given = _remints(tmp_path / "fx", "--offline", "--rotation-target", "2")
+    mm = {m["model"]: m for m in given["mints"]}[RMM]
+    assert mm["rotation_target"] == 2 and mm["rotation_target_source"].startswith("given")
+
+
+def test_a_pass_of_several_models_is_a_baseline_without_temp_retirements(tmp_path):
+    rep = _remints(epoch_396_peak(tmp_path / "fx", temp_retired=False))
+    mm = {m["model"]: m for m in rep["mints"]}[RMM]
+    assert mm["rotation_target"] == 3 and "2 models together" in mm["rotation_target_source"]
+    assert [f["subject"]["id"] for f in rep["findings"] if f["code"] == "mint_peak"]
+
+
+def test_not_assessed_only_without_any_baseline(tmp_path):
+    # one model's lone mints, no temp retirement, no epoch start: a reconciliation cannot be told
+    # from the rotation; unknown, not none
+    rep = _remints(epoch_396_peak(tmp_path / "fx", start_models=(RMM,), temp_retired=False))
+    mm = {m["model"]: m for m in rep["mints"]}[RMM]
+    assert mm["rotation_target"] is None and mm["rotation_target_source"].startswith("unknown")
+    assert rep["peaks_not_assessed"] == [RMM] and not [f for f in rep["findings"] if f["code"] == "mint_peak"]
