@@ -659,12 +659,17 @@ def _risk_text(r: Mapping[str, Any] | None) -> str:
 
 def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: int = 1) -> list[Table]:
     rows = []
+    acct_row: dict[tuple[str, str], str] = {}       # the row that prints a host's accounting count
     for w in windows:
         cf = w.get("counterfactual") or {}
         mt = w.get("miss_test") or {}
         acct = w.get("accounting_cpoc")
         misses, misses_from = w["misses"], "gateway logs" if w["misses"] is not None else None
-        if misses is None and acct is not None:       # a known number never prints as unknown
+        key = (w["participant"], w["model"])
+        if misses is None and acct is not None and key in acct_row:
+            misses_from = f"accounting: in the {acct_row[key]} row"
+        elif misses is None and acct is not None:       # a known number never prints as unknown
+            acct_row[key] = w["episode"]
             misses = acct["misses"]
             misses_from = "accounting" + ("" if n_events == 1 else f", all {n_events} CPoCs together")
         rows.append({
