@@ -281,3 +281,12 @@ def test_not_assessed_only_without_any_baseline(tmp_path):
     mm = {m["model"]: m for m in rep["mints"]}[RMM]
     assert mm["rotation_target"] is None and mm["rotation_target_source"].startswith("unknown")
     assert rep["peaks_not_assessed"] == [RMM] and not [f for f in rep["findings"] if f["code"] == "mint_peak"]
+
+
+def test_the_epoch_report_carries_the_accounting_evidence(operator, operator_dir):
+    d = run_json("epoch", "403", "--offline", "-f", "json", db=operator_dir / "a.duckdb")
+    assert [(f["subject"]["id"], f["severity"]) for f in d["findings"] if f["code"] == "poc_overload"] == [(S, "error")]
+    [z] = [f for f in d["findings"] if f["code"] == "reward_zeroed_miss_test" and f["subject"]["id"] == S]
+    assert z["evidence"]["misses_in_cpoc_windows"] == FAILED + REFUSED
+    assert z["evidence"]["misses_in_cpoc_windows_source"] == "accounting"
+    assert "no times" in z["evidence"]["misses_in_cpoc_windows_is"]

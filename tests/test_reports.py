@@ -75,7 +75,7 @@ def test_terminal_view_fits_100_columns(demo):
     for word in ("allocation", "participant", "preserved", "critical"):
         assert re.search(rf"\b{word}\b", text)
     assert "not shown at this width" in text         # what was dropped is said
-    wide = on_a_terminal(["--db", str(demo), "epoch", "403", "--offline", "--wide"], 100)
+    wide = on_a_terminal(["--db", str(demo), "epoch", "403", "--offline", "--wide"], 160)
     assert STORY["victim"] in wide and "not shown at this width" not in wide
     one = on_a_terminal(["--db", str(demo), "epoch", "403", "--offline", "-p", STORY["victim"]], 100)
     assert STORY["victim"] in one and "not shown at this width" not in one    # one host: its full detail

@@ -171,6 +171,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
         data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
                 "windows": [], "events": [], "cpoc_misses": {}, "notes": [f"epoch {epoch} had no confirmation PoC"]}
         return Result(KEY, TITLE, data, [Table(TITLE, [], [], data["notes"])],
+                      _discrepancies(run_, misstest.facts(run_).by_participant(), opt.participant),
                       coverage={"sources": ["chain"], "missing": [], "unknown": []})
     notes: list[str] = []
     missing: list[str] = []
@@ -181,8 +182,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     for ev in events:
         _event_windows(ev, inp, windows, findings, notes, unknown)
     findings.extend(_accounting_findings(run_, windows, inp))
-    findings.extend(cpoc.miss_count_discrepancies(
-        run_, {p: int(r["missed"]) for p, r in inp.mt_rows.items() if r.get("missed") is not None}, opt.participant))
+    findings.extend(_discrepancies(run_, inp.mt_rows, opt.participant))
     cpoc_misses = _cpoc_misses(run_, opt, inp.mt_rows)
     if opt.miss_test_findings:
         zeroed = [f for f in inp.mt.findings if f.code == "reward_zeroed_miss_test"
@@ -565,6 +565,12 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
     }
     return Finding("poc_overload", severity, {"kind": "participant", "id": entry["participant"]}, summary,
                    evidence, model=entry["model"])
+
+
+def _discrepancies(run_: Run, mt_rows: Mapping[str, dict], participant: str | None) -> list[Finding]:
+    """``miss_count_discrepancy``: each source counting more misses than the chain's epoch total."""
+    return cpoc.miss_count_discrepancies(
+        run_, {p: int(r["missed"]) for p, r in mt_rows.items() if r.get("missed") is not None}, participant)
 
 
 def _accounting_findings(run_: Run, windows: list[dict], inp: _Inputs) -> list[Finding]:
