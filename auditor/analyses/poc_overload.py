@@ -15,7 +15,11 @@ Pure functions (no database): :func:`host_cap`, :func:`inflight_profile`,
 :func:`replay_with_cap`, :func:`flip_verdict`. The analysis: :func:`run` (reads the
 ``queries/poc_overload_*.sql`` files), also the ``poc_overload`` section of
 ``auditor epoch N``. Findings: ``poc_overload`` (warn; error when the miss test zeroed the
-host and the window's misses flip its verdict); ``reward_zeroed_miss_test`` is the miss
+host and the window's misses flip its verdict; where no log covers any of a preserved host's
+windows, from the accounting API's misses in dispatch phase ``confirmation_poc`` and the other
+slots' ghosts: :func:`_accounting_findings`); ``miss_count_discrepancy`` (warn: a gateway's
+accounting or a window's logs count more misses than the chain's epoch total,
+:func:`cpoc.miss_count_discrepancies`); ``reward_zeroed_miss_test`` is the miss
 test's own finding: the command (not the epoch report, which has the miss test's) repeats
 it with the number of misses the evidence places in CPoC windows
 (:func:`cpoc.with_cpoc_evidence`; in an epoch report the miss test's own findings carry them).

@@ -149,6 +149,7 @@ the miss test, and the window replayed with the proposed per-host cap.
 \b
 Example:
   auditor poc-overload 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+  auditor poc-overload 433 --node http://node1.gonka.ai:8000 --accounting https://gateway.example.org:9091
   auditor poc-overload 433 --offline --participant gonka1... --format json
   auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
         options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
