@@ -185,7 +185,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     findings: list[Finding] = []
     for ev in events:
         _event_windows(ev, inp, windows, findings, notes, unknown)
-    findings.extend(_accounting_findings(run_, windows, inp))
+    findings.extend(_accounting_findings(run_, windows, inp, notes))
     findings.extend(_discrepancies(run_, inp.mt_rows, opt.participant))
     cpoc_misses = _cpoc_misses(run_, opt, inp.mt_rows)
     if opt.miss_test_findings:
@@ -577,7 +577,7 @@ def _discrepancies(run_: Run, mt_rows: Mapping[str, dict], participant: str | No
         run_, {p: int(r["missed"]) for p, r in mt_rows.items() if r.get("missed") is not None}, participant)
 
 
-def _accounting_findings(run_: Run, windows: list[dict], inp: _Inputs) -> list[Finding]:
+def _accounting_findings(run_: Run, windows: list[dict], inp: _Inputs, notes: list[str]) -> list[Finding]:
     """``poc_overload`` from the accounting API where no log covers any of a preserved host's
     CPoC windows (:func:`cpoc.host_evidence`): error when taking its misses in dispatch phase
     ``confirmation_poc`` away flips the exact miss test of a host the chain did not pay, warn
@@ -590,7 +590,9 @@ def _accounting_findings(run_: Run, windows: list[dict], inp: _Inputs) -> list[F
             continue
         mt = inp.mt_rows.get(p)
         if mt is None or inp.mt.p0 is None or not mt["total"]:
-            continue                        # no chain miss count to weigh them against: the table shows them
+            notes.append(f"{p} {model}: the accounting API counts {acct['misses']} misses in dispatch phase "
+                         "confirmation_poc; the chain's miss test for it is unknown, so they are not weighed")
+            continue
         n, chain = acct["misses"], int(mt["missed"])
         flip = flip_verdict(chain, int(mt["total"]), n, inp.mt.p0)
         zeroed = mt["verdict"] == "zeroed_by_miss_test" and not mt.get("rewarded_coins")

@@ -181,7 +181,7 @@ Example:
   auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
   auditor targets --epochs 420..433 --offline --format md
   auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json"""),
-        options="TargetsOptions", sources=("chain", "gateway_log"), depends=("poc_overload",),
+        options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
                     "an episode preserved less weight than the model's demand; warn when its hosts then took "
                     "misses"),),
