@@ -186,9 +186,11 @@ def test_accounting_evidence(report, tmp_path):
     d = run_json("poc-overload", "403", "--replay", str(FIX / "chain"), "--replay", str(FIX / "accounting"),
                  "-f", "json", db=tmp_path / "acct.duckdb")
     assert all(w["requests"] is None and w["evidence"]["state"] == "none" for w in d["windows"])
-    assert not [f for f in d["findings"] if f["code"] == "poc_overload"]
+    # the accounting's CPoC-phase misses are the evidence: they flip S's miss test (issue 17)
+    assert [(f["subject"]["id"], f["severity"]) for f in d["findings"] if f["code"] == "poc_overload"] == [(S, "error")]
     [z] = [f for f in d["findings"] if f["code"] == "reward_zeroed_miss_test" and f["subject"]["id"] == S]
-    assert z["evidence"]["misses_in_cpoc_windows"] is None
+    assert z["evidence"]["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
+    assert z["evidence"]["misses_in_cpoc_windows_source"] == "accounting"
     assert z["evidence"]["misses_in_cpoc_windows_accounting"] == STORY["s_misses_cpoc0"]
 
 

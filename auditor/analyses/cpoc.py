@@ -32,6 +32,9 @@ MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
                      "unfinished_execution": "failed_after_receipt"}
 MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss
 UNTIMED = "window times unknown (block times not collected)"
+ACCOUNTING_BASIS = ("accounting API counters of dispatch phase confirmation_poc: they carry no times, so every "
+                    "CPoC of the epoch counts together")
+UNKNOWN_WITHOUT_LOG = ("peak in flight", "per-minute load", "the capped replay (counterfactual)")
 
 
 # -- rules ---------------------------------------------------------------------------------------
@@ -216,21 +219,56 @@ def window_misses(run: Run) -> dict[tuple[str, str], int]:
     return dict(out)
 
 
+def host_evidence(run: Run) -> dict[tuple[str, str], dict]:
+    """Per host preserved in a CPoC of the epoch, per (participant, model): which source places
+    its CPoC misses and how many. ``source`` is ``gateway_log`` when the logs cover one of its
+    windows (``misses``: their sum over those windows), else ``accounting`` when the accounting
+    API has dispatch-phase ``confirmation_poc`` counters for it (``misses``: every CPoC of the
+    epoch together, no times), else None (``misses`` None: unknown, not zero). ``episodes``:
+    the events it was preserved in; ``accounting``: the API's entry (:func:`accounting`) or None."""
+    def compute() -> dict[tuple[str, str], dict]:
+        acct = accounting(run)
+        out: dict[tuple[str, str], dict] = {}
+        for w in host_windows(run):
+            key = (w["participant"], w["model"])
+            e = out.setdefault(key, {"source": None, "misses": None, "episodes": [], "accounting": acct.get(key)})
+            e["episodes"].append(w["episode"])
+            if w["timed"] and w["state"] != "none":
+                e["source"] = "gateway_log"
+                e["misses"] = (e["misses"] or 0) + w["misses"]
+        for e in out.values():
+            if e["source"] is None and e["accounting"] is not None:
+                e["source"], e["misses"] = "accounting", e["accounting"]["misses"]
+        return out
+    return run.shared("cpoc_host_evidence", compute)
+
+
+def model_accounting_misses(run: Run) -> dict[str, int]:
+    """Per model: the misses the accounting API counts in dispatch phase ``confirmation_poc`` on
+    the hosts preserved in the epoch's CPoCs (every CPoC together, no times), for the models
+    the API has counters of (``auditor targets``: what the hosts took, not the demand)."""
+    out: dict[str, int] = defaultdict(int)
+    for (_, model), e in host_evidence(run).items():
+        if e["accounting"] is not None:
+            out[model] += e["accounting"]["misses"]
+    return dict(out)
+
+
 def participant_misses(run: Run) -> dict[str, dict]:
-    """Per participant preserved in a timed CPoC window: the misses the logs place in its
-    windows (None: no window with evidence, unknown rather than zero), the windows counted,
-    the evidence of each, the windows without evidence, and the accounting API's CPoC misses."""
+    """Per participant preserved in a CPoC window: the misses placed in its windows (None: no
+    evidence, unknown rather than zero) and their ``source``: the gateway logs where they cover
+    one of its windows (windows counted, the evidence of each, the windows without evidence),
+    else the accounting API's CPoC-phase counters (:func:`host_evidence`); and the accounting
+    API's CPoC misses beside."""
     def compute() -> dict[str, dict]:
         out: dict[str, dict] = {}
         for w in host_windows(run):
-            if not w["timed"]:
-                continue
             c = out.setdefault(w["participant"], {"misses_in_cpoc_windows": 0, "windows": [], "evidence": [],
-                                                  "windows_without_evidence": []})
+                                                  "windows_without_evidence": [], "source": None})
             where = f"{w['episode']} {w['model']}"
-            if w["state"] == "none":
+            if not w["timed"] or w["state"] == "none":
                 c["windows_without_evidence"].append(where)
-                c["evidence"].append(f"{where}: {w['detail']} (its misses there are unknown)")
+                c["evidence"].append(f"{where}: {w['detail']} (the logs do not place its misses there)")
                 continue
             c["misses_in_cpoc_windows"] += w["misses"]
             c["windows"].append(where)
@@ -239,8 +277,14 @@ def participant_misses(run: Run) -> dict[str, dict]:
         for p, c in out.items():
             ac = [v for (ap, _), v in acct.items() if ap == p]
             c["misses_in_cpoc_windows_accounting"] = sum(v["misses"] for v in ac) if ac else None
-            if not c["windows"]:
-                c["misses_in_cpoc_windows"] = None          # no window with evidence: unknown, not zero
+            if c["windows"]:
+                c["source"] = "gateway_log"
+            elif c["misses_in_cpoc_windows_accounting"] is not None:
+                c["source"] = "accounting"
+                c["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows_accounting"]
+                c["evidence"].append(f"accounting API: {c['misses_in_cpoc_windows']} misses; {ACCOUNTING_BASIS}")
+            else:
+                c["misses_in_cpoc_windows"] = None          # no evidence at all: unknown, not zero
         return out
     return run.shared("cpoc_participant_misses", compute)
 
@@ -267,11 +311,20 @@ def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], preser
         p = f.subject["id"]
         c = cpoc.get(p)
         ev = dict(f.evidence)
-        if c is not None and c["windows"]:
+        source = (c or {}).get("source")
+        if source is not None:
             ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
-            ev["misses_in_cpoc_windows_is"] = ("a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
-                                               if c["windows_without_evidence"] else "what the gateway logs show")
+            ev["misses_in_cpoc_windows_source"] = source
+            ev["misses_in_cpoc_windows_is"] = (
+                ACCOUNTING_BASIS if source == "accounting" else
+                "a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
+                if c["windows_without_evidence"] else "what the gateway logs show")
             ev["cpoc_evidence"] = list(c["evidence"])
+            chain = ev.get("missed")
+            if chain is not None and c["misses_in_cpoc_windows"] > int(chain):
+                ev["misses_in_cpoc_windows_exceeds_chain"] = (
+                    f"the {source.replace('_', ' ')} count {c['misses_in_cpoc_windows']} is above the chain's "
+                    f"{chain} missed_requests for the whole epoch: not settled (miss_count_discrepancy)")
         else:
             ev["misses_in_cpoc_windows"] = None
             ev["cpoc_evidence"] = (["not preserved in any CPoC of the epoch: no misses of a preserved-host pile-up"]
@@ -279,10 +332,52 @@ def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], preser
                                    ["no gateway evidence for its CPoC windows"]))
         if c is not None and c.get("misses_in_cpoc_windows_accounting") is not None:
             ev["misses_in_cpoc_windows_accounting"] = c["misses_in_cpoc_windows_accounting"]
-            ev.setdefault("cpoc_evidence", []).append(
-                "accounting API: timeouts applied on nonces dispatched during CPoC (all the epoch's CPoCs; no times)")
+            if source != "accounting":
+                ev.setdefault("cpoc_evidence", []).append(
+                    f"accounting API: {c['misses_in_cpoc_windows_accounting']} misses; {ACCOUNTING_BASIS}")
         out.append(Finding(f.code, f.severity, f.subject, f.summary, ev, f.model))
     return out
+
+
+def miss_count_discrepancies(run: Run, chain_missed: Mapping[str, int], participant: str | None = None) -> list[Finding]:
+    """``miss_count_discrepancy`` findings: where a source counts more misses for a participant
+    than the chain's ``missed_requests`` for its whole epoch (``chain_missed``). A gateway's
+    accounting count below the chain's is normal (other gateways' escrows count too); above it,
+    and a CPoC window in which the logs place more misses than the chain has for the epoch, the
+    larger number is not settled: each such pair is a warn naming both numbers and their sources."""
+    out: list[Finding] = []
+    for r in run.store.query("poc_overload_gateway_misses", epoch=run.epoch):
+        p, n = r["participant"], r["misses"]
+        chain = chain_missed.get(p)
+        if (participant and p != participant) or chain is None or n is None or int(n) <= int(chain):
+            continue
+        gw = r["gateway"] or "the accounting API"
+        out.append(_discrepancy(p, int(n), f"accounting API of {gw} (protocol_misses, escrows created in epoch "
+                                f"{run.epoch}, models {', '.join(r['models'])})", int(chain), run.epoch, None,
+                                "queries/poc_overload_gateway_misses.sql"))
+    for w in host_windows(run):
+        p, n = w["participant"], w["misses"]
+        chain = chain_missed.get(p)
+        if (participant and p != participant) or chain is None or n is None or n <= int(chain):
+            continue
+        out.append(_discrepancy(p, n, f"gateway logs: misses started in the {w['episode']} window (nonce_disposition)",
+                                int(chain), run.epoch, w["model"], "queries/poc_overload_attempts.sql"))
+    return out
+
+
+def _discrepancy(p: str, n: int, source: str, chain: int, epoch: int, model: str | None, query: str) -> Finding:
+    return Finding("miss_count_discrepancy", "warn", {"kind": "participant", "id": p},
+                   f"sources disagree on its misses: {source} counts {n}, the chain's missed_requests for epoch "
+                   f"{epoch} is {chain}; neither is settled until explained",
+                   {"count": n, "count_source": source, "chain_missed_requests": chain,
+                    "chain_source": f"chain epoch_performance_summary/{epoch} missed_requests",
+                    "possible_causes": ["escrows created in this epoch but settled after it (they count on chain "
+                                        "only if settled while the epoch was effective: chain-api.md 12.4)",
+                                        "timeouts the gateway applied that the chain did not record",
+                                        "logs or counters of another epoch's escrows"],
+                    "rule": "a source's count below the chain's is normal (other gateways' escrows count too); "
+                            "above it is a discrepancy",
+                    "query": query}, model=model)
 
 
 def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:

@@ -15,7 +15,11 @@ Pure functions (no database): :func:`host_cap`, :func:`inflight_profile`,
 :func:`replay_with_cap`, :func:`flip_verdict`. The analysis: :func:`run` (reads the
 ``queries/poc_overload_*.sql`` files), also the ``poc_overload`` section of
 ``auditor epoch N``. Findings: ``poc_overload`` (warn; error when the miss test zeroed the
-host and the window's misses flip its verdict); ``reward_zeroed_miss_test`` is the miss
+host and the window's misses flip its verdict; where no log covers any of a preserved host's
+windows, from the accounting API's misses in dispatch phase ``confirmation_poc`` and the other
+slots' ghosts: :func:`_accounting_findings`); ``miss_count_discrepancy`` (warn: a gateway's
+accounting or a window's logs count more misses than the chain's epoch total,
+:func:`cpoc.miss_count_discrepancies`); ``reward_zeroed_miss_test`` is the miss
 test's own finding: the command (not the epoch report, which has the miss test's) repeats
 it with the number of misses the evidence places in CPoC windows
 (:func:`cpoc.with_cpoc_evidence`; in an epoch report the miss test's own findings carry them).
@@ -78,6 +82,7 @@ class PocOverloadOptions(Options):
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
     tiny_share: float = 0.02             # structural risk: an escrow whose only preserved slots are held by hosts below this share of the model
     miss_test_findings: bool = False     # repeat reward_zeroed_miss_test with the CPoC evidence (the command)
+    accounting_share: float = 0.5        # without a log: warn when the accounting's CPoC-phase misses are at least this share of the chain's
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -170,6 +175,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
         data = {"epoch": epoch, "available": True, "per_10000": per_10000, "per_10000_source": per_source,
                 "windows": [], "events": [], "cpoc_misses": {}, "notes": [f"epoch {epoch} had no confirmation PoC"]}
         return Result(KEY, TITLE, data, [Table(TITLE, [], [], data["notes"])],
+                      _discrepancies(run_, misstest.facts(run_).by_participant(), opt.participant),
                       coverage={"sources": ["chain"], "missing": [], "unknown": []})
     notes: list[str] = []
     missing: list[str] = []
@@ -179,6 +185,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     findings: list[Finding] = []
     for ev in events:
         _event_windows(ev, inp, windows, findings, notes, unknown)
+    findings.extend(_accounting_findings(run_, windows, inp, notes))
+    findings.extend(_discrepancies(run_, inp.mt_rows, opt.participant))
     cpoc_misses = _cpoc_misses(run_, opt, inp.mt_rows)
     if opt.miss_test_findings:
         zeroed = [f for f in inp.mt.findings if f.code == "reward_zeroed_miss_test"
@@ -196,7 +204,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
-    return Result(KEY, TITLE, data, _tables(windows, notes, per_source), findings, coverage,
+    return Result(KEY, TITLE, data, _tables(windows, notes, per_source, len(events)), findings, coverage,
                   complete=not missing, header=_header(data, inp.span))
 
 
@@ -400,7 +408,8 @@ def _cpoc_misses(run_: Run, opt: PocOverloadOptions, mt_rows: Mapping[str, dict]
         out[p] = {"misses_in_cpoc_windows": c["misses_in_cpoc_windows"], "windows": list(c["windows"]),
                   "evidence": list(c["evidence"]), "windows_without_evidence": list(c["windows_without_evidence"]),
                   "chain_missed_requests": None if mt is None else mt["missed"],
-                  "misses_in_cpoc_windows_accounting": c["misses_in_cpoc_windows_accounting"]}
+                  "misses_in_cpoc_windows_accounting": c["misses_in_cpoc_windows_accounting"],
+                  "source": c["source"]}
     return out
 
 
@@ -536,8 +545,12 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
     severity = "error" if zeroed and flips else "warn"
     cf = entry["counterfactual"] or {}
     share = "an unknown share" if entry["share"] is None else f"{entry['share']:.2%}"
+    chain = mt.get("missed")
+    took = (f"took {misses} misses in the window" if chain is None or misses <= chain else
+            f"took misses in the window: the logs count {misses}, more than the chain's {chain} for the whole "
+            "epoch (miss_count_discrepancy), so at most the chain's count is settled")
     summary = (f"{entry['episode']}: preserved host with {share} of {entry['model']} weight peaked at "
-               f"{peak} in flight against a cap of {cap} and took {misses} misses in the window"
+               f"{peak} in flight against a cap of {cap} and {took}"
                + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else ""))
     evidence = {
         "episode": entry["episode"], "window": entry["window"], "weight": entry["weight"],
@@ -555,6 +568,67 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
     }
     return Finding("poc_overload", severity, {"kind": "participant", "id": entry["participant"]}, summary,
                    evidence, model=entry["model"])
+
+
+def _discrepancies(run_: Run, mt_rows: Mapping[str, dict], participant: str | None) -> list[Finding]:
+    """``miss_count_discrepancy``: each source counting more misses than the chain's epoch total."""
+    return cpoc.miss_count_discrepancies(
+        run_, {p: int(r["missed"]) for p, r in mt_rows.items() if r.get("missed") is not None}, participant)
+
+
+def _accounting_findings(run_: Run, windows: list[dict], inp: _Inputs, notes: list[str]) -> list[Finding]:
+    """``poc_overload`` from the accounting API where no log covers any of a preserved host's
+    CPoC windows (:func:`cpoc.host_evidence`): error when taking its misses in dispatch phase
+    ``confirmation_poc`` away flips the exact miss test of a host the chain did not pay, warn
+    when they are at least ``accounting_share`` of its chain misses without flipping it."""
+    out = []
+    seen = {(w["participant"], w["model"]): w for w in windows}      # the hosts this report shows
+    for (p, model), he in cpoc.host_evidence(run_).items():
+        acct, w = he["accounting"], seen.get((p, model))
+        if he["source"] != "accounting" or w is None or not acct["misses"]:
+            continue
+        mt = inp.mt_rows.get(p)
+        if mt is None or inp.mt.p0 is None or not mt["total"]:
+            notes.append(f"{p} {model}: the accounting API counts {acct['misses']} misses in dispatch phase "
+                         "confirmation_poc; the chain's miss test for it is unknown, so they are not weighed")
+            continue
+        n, chain = acct["misses"], int(mt["missed"])
+        flip = flip_verdict(chain, int(mt["total"]), n, inp.mt.p0)
+        zeroed = mt["verdict"] == "zeroed_by_miss_test" and not mt.get("rewarded_coins")
+        share_of_chain = round(min(n, chain) / chain, 4) if chain else None
+        if zeroed and flip["flips"]:
+            severity = "error"
+        elif share_of_chain is not None and share_of_chain >= inp.opt.accounting_share:
+            severity = "warn"
+        else:
+            continue
+        ghosts: dict[str, int] = defaultdict(int)
+        for esc in acct["escrows"]:
+            for reason, g in esc["other_slots_ghosts"].items():
+                ghosts[reason] += g
+        share = "an unknown share" if w["share"] is None else f"{w['share']:.2%}"
+        kinds = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in acct["misses_by_kind"].items())
+        ghost_text = ", ".join(f"{g:,} {r}" for r, g in sorted(ghosts.items())) or "no"
+        took = (f"{n} misses" if n <= chain else
+                f"misses: the accounting counts {n}, more than the chain's {chain} for the whole epoch "
+                "(miss_count_discrepancy), so at most the chain's count is settled;")
+        summary = (f"preserved host with {share} of {model} weight took {took} in dispatch phase confirmation_poc "
+                   f"({kinds}) while the other slots of its escrows had {ghost_text} ghosts in that phase "
+                   f"(accounting API, every CPoC of the epoch together)"
+                   + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else
+                      f"; {share_of_chain:.0%} of its {chain} misses on chain"))
+        out.append(Finding("poc_overload", severity, {"kind": "participant", "id": p}, summary, {
+            "basis": cpoc.ACCOUNTING_BASIS, "episodes": he["episodes"],
+            "weight": w["weight"], "model_weight": w["model_weight"], "share": w["share"], "cap": w["cap"],
+            "misses": n, "misses_by_kind": acct["misses_by_kind"],
+            "other_slots_ghosts": dict(sorted(ghosts.items())),
+            "escrows": acct["escrows"], "miss_test": w["miss_test"],
+            "misses_flip_verdict": flip["flips"], "share_of_chain_misses": share_of_chain,
+            "unknown_without_log": list(cpoc.UNKNOWN_WITHOUT_LOG),
+            "severity_rule": (f"error when the miss test zeroed the host and removing these misses flips it; warn "
+                              f"when they are at least {inp.opt.accounting_share:g} of its chain misses"),
+            "query": "queries/poc_overload_accounting.sql"}, model=model))
+    return out
 
 
 def _metrics_budget(scrapes: list[dict], events: list[dict], per_10000: float) -> list[dict]:
@@ -594,18 +668,28 @@ def _risk_text(r: Mapping[str, Any] | None) -> str:
     return "no"
 
 
-def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Table]:
+def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: int = 1) -> list[Table]:
     rows = []
+    acct_row: dict[tuple[str, str], str] = {}       # the row that prints a host's accounting count
     for w in windows:
         cf = w.get("counterfactual") or {}
         mt = w.get("miss_test") or {}
+        acct = w.get("accounting_cpoc")
+        misses, misses_from = w["misses"], "gateway logs" if w["misses"] is not None else None
+        key = (w["participant"], w["model"])
+        if misses is None and acct is not None and key in acct_row:
+            misses_from = f"accounting: in the {acct_row[key]} row"
+        elif misses is None and acct is not None:       # a known number never prints as unknown
+            acct_row[key] = w["episode"]
+            misses = acct["misses"]
+            misses_from = "accounting" + ("" if n_events == 1 else f", all {n_events} CPoCs together")
         rows.append({
             "episode": w["episode"], "model": w["model"], "participant": w["participant"],
             "weight": w["weight"], "share": w["share"], "cap": w["cap"],
             "peak_inflight": w["peak_inflight"], "requests": w["requests"],
             "rpm_before": (w.get("before") or {}).get("requests_per_minute"),
             "rpm_window": w.get("requests_per_minute"),
-            "misses": w["misses"], "verdict": mt.get("verdict", "unknown"),
+            "misses": misses, "misses_from": misses_from, "verdict": mt.get("verdict", "unknown"),
             "window_flips": w.get("window_flips_verdict"),
             "cf_refused": cf.get("refused"), "cf_misses": cf.get("misses_remaining"),
             "cf_passes": cf.get("would_pass_miss_test"),
@@ -614,7 +698,11 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
         })
     t_notes = [f"cap = max(1, floor(weight x per_10000 / 10000)); per_10000: {per_source}.",
                "unknown = no gateway evidence for that window or model (never zero load).",
-               "cf_* = the window replayed with the cap (see --format json for the assumptions)."] + notes
+               "cf_* = the window replayed with the cap (see --format json for the assumptions)."]
+    if any(r["misses_from"] and r["misses_from"].startswith("accounting") for r in rows):
+        t_notes.append("misses from accounting: " + cpoc.ACCOUNTING_BASIS + "; without a log, "
+                       + ", ".join(cpoc.UNKNOWN_WITHOUT_LOG) + " stay unknown.")
+    t_notes += notes
     esc_rows = []
     for w in windows:
         for e in w.get("escrows") or []:
@@ -625,10 +713,31 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
                              "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items()),
                              "slot_list_from": e["slot_list_source"]})
     tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
-                    narrow=["share", "rpm_before", "window_flips", "evidence", "structural_risk"])]
+                    narrow=["share", "rpm_before", "window_flips", "evidence", "structural_risk", "misses_from"])]
+    acct_rows = _accounting_escrow_rows(windows)
     if esc_rows:
         tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows))
+    if acct_rows:
+        tables.append(Table("Per escrow, accounting API (dispatch phase confirmation_poc)", list(acct_rows[0].keys()),
+                            acct_rows, [cpoc.ACCOUNTING_BASIS + "."]))
     return tables
+
+
+def _accounting_escrow_rows(windows: list[dict]) -> list[dict]:
+    """Per preserved host without log evidence and escrow: the accounting API's CPoC-phase misses
+    and the other slots' ghosts (once per host, whatever the number of its windows)."""
+    out, seen = [], set()
+    for w in windows:
+        acct, key = w.get("accounting_cpoc"), (w["participant"], w["model"])
+        if acct is None or key in seen or any(x["evidence"]["state"] != "none" for x in windows
+                                              if (x["participant"], x["model"]) == key):
+            continue
+        seen.add(key)
+        for e in acct["escrows"]:
+            out.append({"participant": w["participant"], "model": w["model"], "escrow": e["escrow"],
+                        "slots": ", ".join(map(str, e["slots"])), "misses": e["misses"],
+                        "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items())})
+    return out
 
 
 def _header(data: dict, span: Mapping[str, Any]) -> list[tuple[str, str]]:

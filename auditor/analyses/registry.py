@@ -149,13 +149,18 @@ the miss test, and the window replayed with the proposed per-host cap.
 \b
 Example:
   auditor poc-overload 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
+  auditor poc-overload 433 --node http://node1.gonka.ai:8000 --accounting https://gateway.example.org:9091
   auditor poc-overload 433 --offline --participant gonka1... --format json
   auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
         options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
         depends=("miss_test",),
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
-                    "error when they flip its miss test"),),
+                    "without a log, its misses in dispatch phase `confirmation_poc` by the accounting API, a large "
+                    "share of its misses; error when they flip its miss test"),
+               Code("miss_count_discrepancy", ("warn",), "participant",
+                    "a gateway's accounting, or the logs in one cPoC window, count more misses for a participant "
+                    "than the chain's `missed_requests` for the whole epoch")),
         metrics=(Metric("auditor_poc_overload_peak_inflight", ("participant", "model", "episode"),
                         "Peak in-flight requests of a preserved host in a cPoC window",
                         "a preserved host's peak in flight in a cPoC window"),
@@ -176,7 +181,7 @@ Example:
   auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
   auditor targets --epochs 420..433 --offline --format md
   auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json"""),
-        options="TargetsOptions", sources=("chain", "gateway_log"), depends=("poc_overload",),
+        options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
                     "an episode preserved less weight than the model's demand; warn when its hosts then took "
                     "misses"),),

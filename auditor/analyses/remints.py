@@ -24,7 +24,10 @@ max_tokens is not logged, so the cap 4,096 is assumed: a lower bound on the bala
 logs cover the escrow's whole life; the deposit itself is an upper bound. The accounting API
 serves no balance or cost (gateway-accounting.md), so it dates and attributes escrows only.
 
-Mints per model are split by cause (the epoch-start rotation up to the rotation target;
+Mints per model are split by cause (the epoch-start rotation up to the rotation target: given
+with ``--rotation-target``, else the baseline the logs show: the epoch-start pass's regular
+mints of the model, after a phase-gate line of the epoch's start, or, without one, in a first
+rotation pass that retired temp bridge escrows or minted several models together;
 replacements, by the classification of what they replaced; reconciliation mints that follow
 a legitimate deactivation with no replacement line; and the unexplained rest). A ``mint_peak``
 is a window of ``peak_window_minutes`` in which the mints that the rotation target and the
@@ -492,6 +495,7 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for m in rows:
         by_model[m["model"] or "?"].append(m)
+    start_pass, start_basis = _start_pass(store, epoch, rows, spans)
     models_out, peaks = [], []
     for model, ms in sorted(by_model.items()):
         ms.sort(key=lambda m: m["ts"])
@@ -510,9 +514,18 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
                 target_src = (f"estimated: the rotator's epoch-start pass, {len(first_pass)} regular mint(s) from "
                               f"{utc_text(first_pass[0]['ts'])}, each within {int(ROTATION_PASS_GAP.total_seconds())} s "
                               "of the last")
+            elif any(m["model"] == model for m in start_pass):
+                first_pass = [m for m in start_pass if m["model"] == model]
+                target = len(first_pass)
+                target_src = (f"inferred from the logs: the rotator's epoch-start pass minted {target} regular "
+                              f"escrow(s) of this model from {iso(start_pass[0]['ts'])} ({start_basis}); the logs "
+                              "do not show the epoch's start itself, and the configured target_count is not "
+                              "logged (--rotation-target N overrides)")
             else:
-                target_src = ("unknown: the logs read do not show the start of the epoch (no phase-gate line of "
-                              "its PoC or of the epoch before), so not its rotation pass (give --rotation-target N)")
+                target_src = ("unknown: the logs read show no baseline for it: neither the start of the epoch (no "
+                              "phase-gate line of its PoC or of the epoch before) nor a rotation pass that minted "
+                              "it next to a retirement of temp bridge escrows or together with another model "
+                              "(give --rotation-target N)")
         legit_pending: list[datetime] = []   # legitimate deactivations with no replacement line
         for d in deacts.values():
             if d["model"] == model and d["classification"] == "legitimate" and d["replacement_escrow"] is None \
@@ -553,11 +566,41 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
                         "tx_hash": m["tx_hash"], "amount": m["amount"]} for m in ms],
         })
         if target is not None:
-            peaks.extend(_peaks(model, ms, opts))
+            peaks.extend({**p, "rotation_baseline": target, "baseline_basis": target_src}
+                         for p in _peaks(model, ms, opts))
     return models_out, peaks
 
 
 EXPLAINED = ("rotation", "replacement_legitimate", "reconciliation_legitimate")
+START_PASS_NEAR = timedelta(minutes=5)     # a temp retirement this close to a pass marks it the epoch-start rotation
+
+
+def _start_pass(store: Store, epoch: int, rows: list[dict[str, Any]], spans: Spans) -> tuple[list[dict[str, Any]], str]:
+    """The rotator's epoch-start pass as the logs show it without the epoch's start: the first
+    run of lone regular mints of ``epoch`` (each within ``ROTATION_PASS_GAP`` of the last, all
+    models), taken as the epoch-start rotation when it retired temp bridge escrows next to it
+    (``queries/remints_temp_retirements.sql``) or minted several models together (a
+    reconciliation tops up one model's shortfall). Returns the pass and what identified it, or
+    ``([], "")``."""
+    lone = sorted((m for m in rows if m["replaces_escrow"] is None and m["role"] == "regular"),
+                  key=lambda m: m["ts"])
+    if not lone:
+        return [], ""
+    first = [lone[0]]
+    for m in lone[1:]:
+        if m["ts"] - first[-1]["ts"] > ROTATION_PASS_GAP:
+            break
+        first.append(m)
+    lo, hi = first[0]["ts"] - START_PASS_NEAR, first[-1]["ts"] + START_PASS_NEAR
+    temps = [r for r in store.query("remints_temp_retirements") if lo <= _utc(r["ts"]) <= hi]
+    models = sorted({m["model"] or "?" for m in first})
+    why = []
+    if temps:
+        why.append(f"it retired {len(temps)} temp bridge escrow(s) ({', '.join(str(r['escrow']) for r in temps)})")
+    if len(models) > 1:
+        why.append(f"it minted {len(models)} models together ("
+                   + ", ".join(f"{sum(1 for m in first if (m['model'] or '?') == x)} {x}" for x in models) + ")")
+    return (first, " and ".join(why)) if why else ([], "")
 
 
 def _peaks(model: str, ms: list[dict[str, Any]], opts: RemintOptions) -> list[dict[str, Any]]:
@@ -765,7 +808,8 @@ def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: 
         out.append(Finding(
             "mint_peak", "warn", {"kind": "model", "id": p["model"]},
             (f"{p['mints']} mints of {p['model']} from {p['start']} to {p['end']}: {p['explained']} explained by the "
-             f"rotation target and legitimate deactivations, {p['rest']} not"),
+             f"rotation target and legitimate deactivations, {p['rest']} not; baseline {p['rotation_baseline']} "
+             f"regular mint(s) per epoch-start rotation ({p['baseline_basis'].split(':')[0]})"),
             {"epoch": epoch, **p, "query": "queries/remints_mints.sql"}, model=p["model"]))
     return out
 

@@ -19,7 +19,9 @@ Pure functions: :func:`parse_epoch_range`, :func:`smallest_first`, :func:`larges
 
 Demand comes from the gateway logs only (per-second in flight needs attempt start and
 end times; the accounting API has counters without times), summed over every log file
-in the store. One gateway's demand is a lower bound on the network's.
+in the store. One gateway's demand is a lower bound on the network's. Without a log, the
+accounting API's misses of the model's preserved hosts in dispatch phase ``confirmation_poc``
+(``cpoc.model_accounting_misses``) are shown beside, and said to be no demand.
 """
 
 from __future__ import annotations
@@ -403,6 +405,7 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
         r, f, _ = _analyse_epoch(store, e, opt, combined, cpoc.window_misses(runs[e]))
         findings.extend(f)
     rows, f, n = _analyse_epoch(store, last, opt, combined, cpoc.window_misses(runs[last]))
+    acct_misses = cpoc.model_accounting_misses(runs[last]) if cpoc.not_collected(runs[last]) is None else {}
     findings.extend(f)
     notes.extend(n)
     for r in rows:
@@ -420,9 +423,17 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
             notes.append(f"{r['model_id']}: the suggested target {r['suggested_target']:,} exceeds the model's whole "
                          f"weight {r['total_weight']:,}: preserving every node would still leave its PoC-time "
                          "demand short (the fill plan says how far)")
+        took = acct_misses.get(r["model_id"])
+        r["cpoc_misses_accounting"] = took
         if r["peak_inflight"] is None:
             unknown.append(f"{r['model_id']}: no gateway evidence of its demand in any PoC window: "
-                           "D_m and the suggested target are unknown (not zero)")
+                           "D_m and the suggested target are unknown (not zero)"
+                           + ("" if took is None else f"; the accounting API gives no in-flight demand (counters "
+                              f"without times), only that its preserved hosts took {took} misses in dispatch phase "
+                              "confirmation_poc (every CPoC of the epoch together)"))
+            if took is not None:
+                r["demand_evidence"] = ("none: the accounting API gives no in-flight demand, only the preserved "
+                                        "hosts' misses in dispatch phase confirmation_poc (cpoc_misses_accounting)")
     sources = store.query("targets_sources")
     n_logs = sum(1 for s in sources if s["source"] == "gateway_log")
     n_acct = sum(1 for s in sources if s["source"] == "accounting")
@@ -460,6 +471,7 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
         t1.append({"model_id": r["model_id"], "total_weight": r["total_weight"],
                    "poc_slot_allocation": r["poc_slot_allocation"], "allocation_target": r["allocation_target"],
                    "preserved": preserved, "peak_inflight": r["peak_inflight"],
+                   "cpoc_misses_acct": r["cpoc_misses_accounting"],
                    "demand_weight": r["demand_weight"], "suggested_target": r["suggested_target"],
                    "gap": r["gap"],
                    "plan_nodes": plan.get("nodes"), "plan_smallest": plan.get("smallest_node_weight"),
