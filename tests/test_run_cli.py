@@ -83,3 +83,15 @@ def test_bytes_in_bytes_out(store):
     mine, theirs = (run_cli(*args, db=store, stdin=b"", process=p) for p in (False, True))
     assert (mine.returncode, mine.stdout, mine.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
     assert mine.stdout == 'e,crlf\né,"a\r\nb"\n'.encode()
+
+
+def test_cwd_is_the_runs(store, tmp_path):
+    """cwd=: the run finds ./auditor.toml there (and the test's own directory is back after)."""
+    import os
+
+    (tmp_path / "auditor.toml").write_text(f'db = "{store}"\noffline = true\n[misstest]\nformat = "json"\n')
+    here = os.getcwd()
+    mine, theirs = (run_cli("misstest", "403", cwd=tmp_path, process=p) for p in (False, True))
+    assert os.getcwd() == here
+    assert (mine.returncode, mine.stdout, mine.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+    assert mine.returncode == 0 and mine.stdout.startswith("{"), mine.stderr
