@@ -19,8 +19,15 @@ FIXTURES = ROOT / "fixtures"
 SHARED = ROOT.parent / "shared"
 
 
-# environment variables the product reads once, at import: a run that sets one needs a process
+# what this process cannot give a run of its own, so that run_cli starts one for it: environment
+# variables read once at import or start-up (PYTHON* too), arguments naming the real descriptors
 READ_AT_IMPORT = {"TZ", "AUDITOR_NO_COMPILED"}
+OWN_DESCRIPTORS = ("/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+
+
+def _needs_a_process(argv: list[str], env: dict[str, str]) -> bool:
+    return (any(k in READ_AT_IMPORT or k.startswith("PYTHON") for k in env)
+            or any(a.startswith(OWN_DESCRIPTORS) for a in argv))
 
 
 def run_cli(*args: str, db: Path | None = None, env: dict[str, str] | None = None,
@@ -32,14 +39,16 @@ def run_cli(*args: str, db: Path | None = None, env: dict[str, str] | None = Non
 
     In this process by default (the entry point ``auditor.cli.main``, as ``python -m auditor``
     calls it, with its streams, environment, argv and cwd swapped in); with ``process=True``
-    (or an ``env`` naming a variable of READ_AT_IMPORT) as ``python -m auditor`` in a
-    subprocess, for what needs a process of its own: signals, a lock this process holds,
-    the real file descriptors. tests/test_run_cli.py checks that both give the same answer."""
+    (or, by itself, for an ``env`` or argument of _needs_a_process) as ``python -m auditor``
+    in a subprocess, for what needs a process of its own: signals, a lock this process holds,
+    the real file descriptors, another interpreter setting. In process, ``timeout`` is a
+    SIGALRM that ends the run with subprocess.TimeoutExpired, as the subprocess's would.
+    tests/test_run_cli.py checks that both give the same answer."""
     argv = (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
     full_env.update({"COLUMNS": "200", "NO_COLOR": "1"})
     full_env.update(env or {})
-    if process or READ_AT_IMPORT & set(env or {}):
+    if process or _needs_a_process(argv, env or {}):
         return subprocess.run([sys.executable, "-m", "auditor", *argv], input=stdin, capture_output=True,
                               env=full_env, timeout=timeout, text=not isinstance(stdin, bytes), cwd=cwd)
     return _in_process(argv, full_env, stdin, timeout, cwd)
@@ -58,12 +67,19 @@ class _Routed:
         return getattr(self._mine if threading.get_ident() == self._owner else self._was, name)
 
 
+class _Hung(BaseException):
+    """Raised in an in-process run at its timeout (no handler of the CLI's catches it)."""
+
+
+def _hung(signum, frame):
+    raise _Hung
+
+
 def _in_process(argv: list[str], env: dict[str, str], stdin: str | bytes | None, timeout: float,
                 cwd: Path | None) -> subprocess.CompletedProcess:
     """``auditor.cli.main(argv)`` with everything a process would have had of its own."""
     import io
     import signal
-    import time
     import warnings
 
     from auditor import cli
@@ -75,13 +91,15 @@ def _in_process(argv: list[str], env: dict[str, str], stdin: str | bytes | None,
                io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True))
     saved_env, saved_argv, saved_streams, saved_cwd = dict(os.environ), sys.argv, (sys.stdin, sys.stdout,
                                                                                   sys.stderr), os.getcwd()
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)}
     os.environ.clear()
     os.environ.update(env)
     sys.argv = ["auditor", *argv]                   # command_line() reads it, for the md and html reports
     sys.stdin, sys.stdout, sys.stderr = (_Routed(mine, was) for mine, was in zip(streams, saved_streams))
     vars(cli.state).clear()                         # --db, --quiet, --debug of the last run: the defaults again
-    start = time.monotonic()
+    signal.signal(signal.SIGALRM, _hung)            # a hung run (serve, a FIFO) fails instead of the suite hanging
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    hung = False
     try:
         if cwd is not None:
             os.chdir(cwd)
@@ -97,7 +115,10 @@ def _in_process(argv: list[str], env: dict[str, str], stdin: str | bytes | None,
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         if not isinstance(exc.code, (int, type(None))):
             print(exc.code, file=sys.stderr)
+    except _Hung:
+        hung = True
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         for s in streams[1:]:
             s.flush()
         sys.stdin, sys.stdout, sys.stderr = saved_streams
@@ -107,8 +128,7 @@ def _in_process(argv: list[str], env: dict[str, str], stdin: str | bytes | None,
         os.chdir(saved_cwd)
         for s, h in handlers.items():
             signal.signal(s, h)
-    took = time.monotonic() - start
-    if took > timeout:                              # no hang guard in process: slower than allowed still fails
+    if hung:
         raise subprocess.TimeoutExpired(["auditor", *argv], timeout)
     stdout, stderr = out.getvalue(), err.getvalue()
     if not isinstance(stdin, bytes):                # as subprocess.run(text=True) decodes: universal newlines

@@ -95,3 +95,25 @@ def test_cwd_is_the_runs(store, tmp_path):
     assert os.getcwd() == here
     assert (mine.returncode, mine.stdout, mine.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
     assert mine.returncode == 0 and mine.stdout.startswith("{"), mine.stderr
+
+
+def test_a_hung_run_times_out_in_process_too(store):
+    """`serve` runs until Ctrl-C: at run_cli's timeout the run ends with TimeoutExpired, as a
+    subprocess's does, and the next run is unaffected (the alarm and its handler are gone)."""
+    import signal
+    import subprocess
+
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_cli("serve", str(REC), "--port", "0", timeout=1)
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert run_cli("sql", "SELECT 1 AS one", "--format", "csv", db=store).stdout == "one\n1\n"
+
+
+def test_what_this_process_cannot_give_a_run_gets_a_process():
+    from conftest import _needs_a_process
+
+    assert _needs_a_process(["collect", "--gateway-log", "/dev/stdin"], {})         # the real fd 0
+    assert _needs_a_process(["epoch", "403"], {"PYTHONPATH": "/elsewhere"})          # another auditor
+    assert _needs_a_process(["hedging"], {"TZ": "Asia/Kolkata"})                     # read at start-up
+    assert not _needs_a_process(["collect", "--gateway-log", "-"], {"AUDITOR_RATE": "0"})
