@@ -1,4 +1,5 @@
-"""Shared test helpers: run the real CLI in a subprocess, serve recordings on loopback."""
+"""Shared test helpers: run the real CLI (in this process, or in one of its own), serve
+recordings on loopback."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,19 +19,121 @@ FIXTURES = ROOT / "fixtures"
 SHARED = ROOT.parent / "shared"
 
 
+# what this process cannot give a run of its own, so that run_cli starts one for it: environment
+# variables read once at import or start-up (PYTHON* too), arguments naming the real descriptors
+READ_AT_IMPORT = {"TZ", "AUDITOR_NO_COMPILED"}
+OWN_DESCRIPTORS = ("/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+
+
+def _needs_a_process(argv: list[str], env: dict[str, str]) -> bool:
+    return (any(k in READ_AT_IMPORT or k.startswith("PYTHON") for k in env)
+            or any(a.startswith(OWN_DESCRIPTORS) for a in argv))
+
+
 def run_cli(*args: str, db: Path | None = None, env: dict[str, str] | None = None,
-            stdin: str | bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``python -m auditor ARGS`` as a user would; stdout/stderr as text."""
+            stdin: str | bytes | None = None, timeout: float = 120, process: bool = False,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``auditor ARGS`` as a user would: exit code, stdout and stderr (text, or bytes when
+    ``stdin`` is bytes), under the environment less AUDITOR_* plus COLUMNS=200, NO_COLOR=1
+    and ``env``.
+
+    In this process by default (the entry point ``auditor.cli.main``, as ``python -m auditor``
+    calls it, with its streams, environment, argv and cwd swapped in); with ``process=True``
+    (or, by itself, for an ``env`` or argument of _needs_a_process) as ``python -m auditor``
+    in a subprocess, for what needs a process of its own: signals, a lock this process holds,
+    the real file descriptors, another interpreter setting. In process, ``timeout`` is a
+    SIGALRM that ends the run with subprocess.TimeoutExpired, as the subprocess's would.
+    tests/test_run_cli.py checks that both give the same answer."""
+    argv = (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}
     full_env.update({"COLUMNS": "200", "NO_COLOR": "1"})
-    if env:
-        full_env.update(env)
-    cmd = [sys.executable, "-m", "auditor"]
-    if db is not None:
-        cmd += ["--db", str(db)]
-    cmd += list(args)
-    return subprocess.run(cmd, input=stdin, capture_output=True, env=full_env, timeout=timeout,
-                          text=not isinstance(stdin, bytes))
+    full_env.update(env or {})
+    if process or _needs_a_process(argv, env or {}):
+        return subprocess.run([sys.executable, "-m", "auditor", *argv], input=stdin, capture_output=True,
+                              env=full_env, timeout=timeout, text=not isinstance(stdin, bytes), cwd=cwd)
+    return _in_process(argv, full_env, stdin, timeout, cwd)
+
+
+class _Routed:
+    """A standard stream during an in-process run: the running command's thread uses the
+    run's stream, every other thread the one it had. The test's loopback servers print their
+    handlers' tracebacks to stderr from threads of their own, which a process of the CLI's own
+    would never have seen. (The CLI's own threads, which print nothing, would go there too.)"""
+
+    def __init__(self, mine, was) -> None:
+        self._mine, self._was, self._owner = mine, was, threading.get_ident()
+
+    def __getattr__(self, name: str):
+        return getattr(self._mine if threading.get_ident() == self._owner else self._was, name)
+
+
+class _Hung(BaseException):
+    """Raised in an in-process run at its timeout (no handler of the CLI's catches it)."""
+
+
+def _hung(signum, frame):
+    raise _Hung
+
+
+def _in_process(argv: list[str], env: dict[str, str], stdin: str | bytes | None, timeout: float,
+                cwd: Path | None) -> subprocess.CompletedProcess:
+    """``auditor.cli.main(argv)`` with everything a process would have had of its own."""
+    import io
+    import signal
+    import warnings
+
+    from auditor import cli
+
+    data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = (io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True))
+    saved_env, saved_argv, saved_streams, saved_cwd = dict(os.environ), sys.argv, (sys.stdin, sys.stdout,
+                                                                                  sys.stderr), os.getcwd()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)}
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = ["auditor", *argv]                   # command_line() reads it, for the md and html reports
+    sys.stdin, sys.stdout, sys.stderr = (_Routed(mine, was) for mine, was in zip(streams, saved_streams))
+    vars(cli.state).clear()                         # --db, --quiet, --debug of the last run: the defaults again
+    signal.signal(signal.SIGALRM, _hung)            # a hung run (serve, a FIFO) fails instead of the suite hanging
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    hung = False
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with warnings.catch_warnings():             # as a fresh interpreter shows them: on stderr
+            warnings.resetwarnings()
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
+                warnings.formatwarning(m, c, f, n, line))
+            cli.main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    except _Hung:
+        hung = True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for s in streams[1:]:
+            s.flush()
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    if hung:
+        raise subprocess.TimeoutExpired(["auditor", *argv], timeout)
+    stdout, stderr = out.getvalue(), err.getvalue()
+    if not isinstance(stdin, bytes):                # as subprocess.run(text=True) decodes: universal newlines
+        stdout, stderr = (b.decode().replace("\r\n", "\n").replace("\r", "\n") for b in (stdout, stderr))
+    return subprocess.CompletedProcess(["auditor", *argv], code % 256, stdout, stderr)
 
 
 def run_json(*args: str, **kw) -> object:

@@ -149,7 +149,7 @@ def test_locked_database_is_a_clear_message(db, record_server):
     server = record_server(REC)
     con = duckdb.connect(str(db))  # this process, a plain DuckDB client, holds the write lock
     try:
-        r = run_cli("collect", "-e", "403", "--node", server.url, db=db)
+        r = run_cli("collect", "-e", "403", "--node", server.url, db=db, process=True)  # not the lock holder
     finally:
         con.close()
     assert r.returncode == 3 and "locked" in r.stderr and "Traceback" not in r.stderr

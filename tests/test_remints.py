@@ -42,8 +42,16 @@ def by_escrow(report: dict) -> dict[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def fixture_report(tmp_path_factory) -> dict:
-    return remints(tmp_path_factory.mktemp("r") / "a.duckdb")
+def fixture_store(tmp_path_factory) -> tuple[Path, dict]:
+    """A store of the #1799 fixture, collected once by `remints 396`, and that run's report
+    (the tests that take it only read it)."""
+    db = tmp_path_factory.mktemp("r") / "a.duckdb"
+    return db, remints(db)
+
+
+@pytest.fixture(scope="module")
+def fixture_report(fixture_store) -> dict:
+    return fixture_store[1]
 
 
 def test_the_fixture_is_what_the_builder_writes(tmp_path):
@@ -242,8 +250,8 @@ def test_a_failed_escrow_probe_is_exit_3_and_coverage_says_which(tmp_path, db):
     assert any("devshard_escrow/80502" in m for m in epoch["coverage"]["chain_escrows"]["missing"])
 
 
-def test_an_epoch_the_logs_do_not_show_is_unknown_not_empty(db):
-    remints(db)                                                    # the fixture's logs hold epoch 396
+def test_an_epoch_the_logs_do_not_show_is_unknown_not_empty(fixture_store):
+    db, _ = fixture_store                                          # the fixture's logs hold epoch 396
     r = run_cli("remints", "999", "--offline", "--format", "json", db=db)
     assert r.returncode == 3, r.stderr
     (missing,) = json.loads(r.stdout)["coverage"]["missing"]
@@ -295,11 +303,11 @@ def test_against_the_synthetic_generators_ground_truth(tmp_path, seed):
             assert d["balance_estimate"] is None and "unknown" in d["summary"]
 
 
-def test_the_daily_textfile_counts_the_deactivations(db, tmp_path):
+def test_the_daily_textfile_counts_the_deactivations(fixture_store, tmp_path):
     """auditor_remint_deactivations{classification} (README's metric) from the epoch's report."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    report = remints(db)
+    db, report = fixture_store
     prom = tmp_path / "auditor.prom"
     r = run_cli("report", "daily", "--out", str(tmp_path / "reports"), "--epoch", "396", "--offline",
                 "--prom-textfile", str(prom), db=db)

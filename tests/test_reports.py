@@ -295,7 +295,7 @@ def test_a_locked_database_is_one_line_and_exit_3(tmp_path):
     db = tmp_path / "x.duckdb"
     holder = duckdb.connect(str(db))            # another process's write lock: this one's, here
     try:
-        r = run_cli("epoch", "403", "--offline", db=db)
+        r = run_cli("epoch", "403", "--offline", db=db, process=True)    # a process of its own
     finally:
         holder.close()
     assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
