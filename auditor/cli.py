@@ -177,7 +177,7 @@ def _collect(store, sources, epochs) -> int:
 
     with resolved(sources) as s:
         reports = collect(store, s, epochs, Progress(quiet=state.quiet), refresh=sources.refresh)
-    print_collect_reports(reports)
+    print_collect_reports(reports, quiet=state.quiet)
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 
 
