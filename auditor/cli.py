@@ -31,7 +31,7 @@ app = typer.Typer(
     "the gateway's accounting API and the gateway's logs, stored in one DuckDB file.\n\n"
     "Global options (--db, --quiet, --debug) may come before or after the command.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,            # --install-completion / --show-completion [bash|zsh|fish]
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -99,9 +99,31 @@ def uses(*groups: Group) -> Callable:
     return deco
 
 
+SOURCE_FLAGS = {"node": "--node", "accounting": "--accounting", "gateway_log": "--gateway-log",
+                "metrics": "--metrics", "replay": "--replay", "record": "--record"}
+
+
+def _typed(name: str) -> bool:
+    """Whether option ``name`` of the running command was given on the command line (not by
+    an environment variable, auditor.toml or its default)."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # typer releases that depend on click instead of carrying it
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is None or source.name == "COMMANDLINE"
+
+
 def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeout, offline, refresh):
     from .collect import Sources
+    from .errors import UsageError
 
+    given = locals()
+    typed = [flag for name, flag in SOURCE_FLAGS.items() if given[name] and _typed(name)]
+    if offline and typed:       # one from the environment or auditor.toml is left unused: that is --offline
+        raise UsageError(f"--offline collects nothing, so {' and '.join(typed)} would be ignored: "
+                         "drop one or the other")
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout,
@@ -204,6 +226,7 @@ def _analyse(a, call, sources, out: Output) -> None:
         code = 0
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
+        call = _resolved_participant(store, call)
         if call.run is not None:
             result = call.run(store, call.epoch, call.options)
         else:
@@ -214,6 +237,27 @@ def _analyse(a, call, sources, out: Output) -> None:
     wide = out.wide or getattr(call.options, "participant", None) is not None
     render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
+
+
+def _resolved_participant(store, call):
+    """``call`` with its --participant as a full address: a full one as given; the 8-character
+    label or the shortened form the tables print (``gonka1…p86j0skk``) as the one address the
+    store knows that fits it. None or several is a usage error."""
+    import dataclasses
+    import re
+
+    from .errors import UsageError
+
+    text = getattr(call.options, "participant", None)
+    if text is None or (text.startswith("gonka1") and not re.search(r"…|\.\.\.", text)):
+        return call
+    head, _, tail = text.rpartition("…") if "…" in text else text.rpartition("...")
+    found = [r["participant"] for r in store.query("participants_matching", head=head, tail=tail)]
+    if len(found) != 1:
+        which = f"matches {', '.join(found[:4])}{' ...' if len(found) > 4 else ''}" if found else \
+            "matches no participant the store holds"
+        raise UsageError(f"--participant {text} {which}: give the full gonka1... address")
+    return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=found[0]))
 
 
 # -- commands -----------------------------------------------------------------
@@ -231,6 +275,14 @@ def _load_config(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
     return value
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"auditor {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
@@ -240,6 +292,8 @@ def _main(
     config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
         callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
              "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+        help="Print the version and exit.")] = False,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
 
