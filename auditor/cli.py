@@ -249,10 +249,11 @@ def _resolved_participant(store, call):
     from .errors import UsageError
 
     text = getattr(call.options, "participant", None)
-    if text is None or (text.startswith("gonka1") and not re.search(r"…|\.\.\.", text)):
-        return call
-    head, _, tail = text.rpartition("…") if "…" in text else text.rpartition("...")
-    found = [r["participant"] for r in store.query("participants_matching", head=head, tail=tail)]
+    label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
+    if label is None or (text.startswith("gonka1") and not label.group(1)):
+        return call         # a full address (or no label at all) as given: the analysis says if it has none
+    head = "gonka1" if label.group(1) else ""
+    found = [r["participant"] for r in store.query("participants_matching", head=head, tail=label.group(2))]
     if len(found) != 1:
         which = f"matches {', '.join(found[:4])}{' ...' if len(found) > 4 else ''}" if found else \
             "matches no participant the store holds"
