@@ -278,3 +278,28 @@ def test_a_node_that_answers_404_to_everything_is_not_a_chain_api(tmp_path):
         r = run_cli("--quiet", "epoch", "403", "--node", url, db=tmp_path / "a.duckdb")
     assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
     assert "is not a Gonka chain API" in r.stderr and "does not exist" not in r.stderr
+
+
+# -- the README -----------------------------------------------------------------------------------
+def test_the_readme_shows_the_alert_rules_the_dashboard_and_the_install_path():
+    readme = (ROOT / "README.md").read_text()
+    folded = " ".join(RULES.read_text().split())
+    shown = re.findall(r"- alert: (\w+)[^\n]*\n\s+expr: (.+)", readme)
+    assert {a for a, _ in shown} == {"AuditorMissTestFailed", "AuditorReportIncomplete", "AuditorReportStale"}
+    for alert, expr in shown:             # as the rules file has it (its folded lines joined)
+        assert f"- alert: {alert}" in folded and " ".join(expr.split("#")[0].split()) in folded, alert
+    for path in ("contrib/prometheus/auditor.rules.yml", "contrib/grafana/auditor-dashboard.json", "Dockerfile"):
+        assert f"`{path}`" in readme and (ROOT / path).is_file(), path
+    assert "pipx install ." in readme and "uv tool install ." in readme and "--install-completion" in readme
+
+
+def test_the_readme_and_the_default_cap_note_cite_only_documents_in_the_repository(cron_run):
+    """(The note on the default per-10000 setting cited gateway-logs.md, which is not here.)"""
+    _, report, _ = cron_run
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    known = set(files) | {f.rsplit("/", 1)[-1] for f in files}
+    note = report["poc_overload"]["per_10000_source"]
+    assert "gonka-ai/gonka" in note
+    text = (ROOT / "README.md").read_text() + note
+    cited = set(re.findall(r"[\w./-]*[\w-]\.md\b", text)) - {"report.md"}      # report.md: what daily writes
+    assert cited and cited <= known, cited - known
