@@ -174,7 +174,8 @@ OUTPUT = Group("out", [
 
 EpochArg = Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")]
 ParticipantOpt = Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
-    help="Only this participant (network-wide figures still come from all).")]
+    help="Only this participant (network-wide figures still come from all): its address, or the label "
+         "the tables print (p86j0skk, gonka1…p86j0skk) when one stored address fits.")]
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
 SinceOpt = Annotated[Optional[datetime], typer.Option("--since", formats=TIME_FORMATS, metavar="TIME",
@@ -289,7 +290,8 @@ def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
         help="DuckDB file. [default: ~/.local/share/auditor/auditor.duckdb]")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or log lines on stderr.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (for cron): no progress, log or \"loaded\" lines; "
+             "errors, MISSING sources and exit 1's findings still go to stderr.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
         callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
              "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,

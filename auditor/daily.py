@@ -45,12 +45,13 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
     read. On exit 1 the findings at ``fail_on`` or above go to stderr, one line each, quiet or
     not: cron mails them."""
     from .report import promfile
+    from .report.text import plain
 
     when = parse_date(day)
     with locked(out_dir):                           # held until every file is written
         job = Job(epoch)
         try:
-            result, code = _report(job, db, sources, out_dir, when, progress, collect, command)
+            result, code, folder = _report(job, db, sources, out_dir, when, progress, collect, command)
         except Exception:
             if prom_textfile is not None:
                 _write_failed(prom_textfile, job.epoch)
@@ -61,6 +62,9 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
             progress.log(f"report daily: wrote {prom_textfile}")
     if code == EXIT_FINDINGS:
         print_findings(result, fail_on)
+    elif code == EXIT_SOURCE:       # the collection printed what was MISSING; the report may lack more
+        print(f"auditor: the report of epoch {job.epoch} is incomplete (exit 3): its coverage section "
+              f"says what is missing: {plain(folder)}/report.md", file=sys.stderr)
     return code
 
 
@@ -72,8 +76,9 @@ class Job:
 
 
 def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, progress: Any,
-            collect: Callable[[Any, Any, list[int]], int], command: str) -> tuple[Any, int]:
-    """Pick the epoch, collect it, write the report files: the result and the collection's code."""
+            collect: Callable[[Any, Any, list[int]], int], command: str) -> tuple[Any, int, Path]:
+    """Pick the epoch, collect it, write the report files: the result, the collection's code
+    and the folder written."""
     from .analyses import epoch_report
     from .collect import resolved
     from .report import render
@@ -97,7 +102,7 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
         render.write_atomic(folder / f"report.{fmt}", render.render(result, fmt, view))
     progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
                  f"({len(result.findings)} findings)")
-    return result, code
+    return result, code, folder
 
 
 def _write_failed(path: Path, epoch: int | None) -> None:

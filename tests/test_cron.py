@@ -96,6 +96,10 @@ def test_a_failed_run_writes_the_textfile(demo, tmp_path):
     assert [s.value for s in m["auditor_report_complete"]] == [0]
     assert [s.value for s in m["auditor_report_epoch"]] == [404]
     assert m["auditor_findings_by_severity"]          # what was obtained is there
+    # offline, nothing collected prints MISSING: the run still says, in one line, why it is 3
+    r = run_cli("--quiet", "report", "daily", "--out", str(out), "--epoch", "404", "--offline",
+                db=tmp_path / "b.duckdb", stdin="")
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "is incomplete" in r.stderr, r.stderr
 
     with not_a_chain() as url:
         r = run_cli("--quiet", "report", "daily", "--out", str(out), "--node", url, "--prom-textfile", str(prom),
