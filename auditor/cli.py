@@ -33,7 +33,7 @@ app = typer.Typer(
     "the gateway's accounting API and the gateway's logs, stored in one DuckDB file.\n\n"
     "Global options (--db, --quiet, --debug) may come before or after the command.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,            # --install-completion / --show-completion [bash|zsh|fish]
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -101,9 +101,31 @@ def uses(*groups: Group) -> Callable:
     return deco
 
 
+SOURCE_FLAGS = {"node": "--node", "accounting": "--accounting", "gateway_log": "--gateway-log",
+                "metrics": "--metrics", "replay": "--replay", "record": "--record"}
+
+
+def _typed(name: str) -> bool:
+    """Whether option ``name`` of the running command was given on the command line (not by
+    an environment variable, auditor.toml or its default)."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # typer releases that depend on click instead of carrying it
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is None or source.name == "COMMANDLINE"
+
+
 def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeout, offline, refresh):
     from .collect import Sources
+    from .errors import UsageError
 
+    given = locals()
+    typed = [flag for name, flag in SOURCE_FLAGS.items() if given[name] and _typed(name)]
+    if offline and typed:       # one from the environment or auditor.toml is left unused: that is --offline
+        raise UsageError(f"--offline collects nothing, so {' and '.join(typed)} would be ignored: "
+                         "drop one or the other")
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout,
@@ -154,7 +176,8 @@ OUTPUT = Group("out", [
 
 EpochArg = Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")]
 ParticipantOpt = Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
-    help="Only this participant (network-wide figures still come from all).")]
+    help="Only this participant (network-wide figures still come from all): its address, or the label "
+         "the tables print (p86j0skk, gonka1…p86j0skk) when one stored address fits.")]
 TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
                 "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
 SinceOpt = Annotated[Optional[datetime], typer.Option("--since", formats=TIME_FORMATS, metavar="TIME",
@@ -179,7 +202,7 @@ def _collect(store, sources, epochs) -> int:
 
     with resolved(sources) as s:
         reports = collect(store, s, epochs, Progress(quiet=state.quiet), refresh=sources.refresh)
-    print_collect_reports(reports)
+    print_collect_reports(reports, quiet=state.quiet)
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 
 
@@ -206,6 +229,7 @@ def _analyse(a, call, sources, out: Output) -> None:
         code = 0
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
+        call = _resolved_participant(store, call)
         if call.run is not None:
             result = call.run(store, call.epoch, call.options)
         else:
@@ -216,6 +240,28 @@ def _analyse(a, call, sources, out: Output) -> None:
     wide = out.wide or getattr(call.options, "participant", None) is not None
     render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
+
+
+def _resolved_participant(store, call):
+    """``call`` with its --participant as a full address: a full one as given; the 8-character
+    label or the shortened form the tables print (``gonka1…p86j0skk``) as the one address the
+    store knows that fits it. None or several is a usage error."""
+    import dataclasses
+    import re
+
+    from .errors import UsageError
+
+    text = getattr(call.options, "participant", None)
+    label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
+    if label is None or (text.startswith("gonka1") and not label.group(1)):
+        return call         # a full address (or no label at all) as given: the analysis says if it has none
+    head = "gonka1" if label.group(1) else ""
+    found = [r["participant"] for r in store.query("participants_matching", head=head, tail=label.group(2))]
+    if len(found) != 1:
+        which = f"matches {', '.join(found[:4])}{' ...' if len(found) > 4 else ''}" if found else \
+            "matches no participant the store holds"
+        raise UsageError(f"--participant {text} {which}: give the full gonka1... address")
+    return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=found[0]))
 
 
 # -- commands -----------------------------------------------------------------
@@ -233,15 +279,26 @@ def _load_config(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
     return value
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"auditor {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _main(
     db: Annotated[Optional[Path], typer.Option("--db", metavar="PATH", envvar="AUDITOR_DB",
         help="DuckDB file. [default: ~/.local/share/auditor/auditor.duckdb]")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or log lines on stderr.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (for cron): no progress, log or \"loaded\" lines; "
+             "errors, MISSING sources and exit 1's findings still go to stderr.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
         callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
              "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+        help="Print the version and exit.")] = False,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
 

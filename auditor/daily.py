@@ -5,7 +5,8 @@ for one epoch, and optionally a Prometheus textfile.
   UTC of D (its effective span [SNV(N), SNV(N+1)), which the store must already hold);
   else the latest settled epoch: asked of the node when one is given
   (``/v1/epochs/latest``: the latest epoch minus one once its PoC is over and inference
-  runs, else minus two), otherwise the latest settled epoch the store holds.
+  runs, else minus two; stepping back while the node lacks the next epoch's root group),
+  otherwise the latest settled epoch the store holds.
 - ``<date>`` is D, or the UTC date of the epoch's effective start.
 - The three files are written together or not at all (``render.write_all_atomic``): each
   to a temp file first, then all renamed, so a full disk leaves the day's folder as it was
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime, time as dtime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import SourceError, UsageError, cannot_write
+from .errors import EXIT_FINDINGS, EXIT_SOURCE, NotFoundError, SourceError, UsageError, cannot_write
 
 LOCK_WAIT = 5.0
 LOCK_NAME = ".auditor-report.lock"
@@ -38,36 +41,94 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
     """The whole job: under the lock of ``out_dir``, pick the epoch, collect it from
     ``sources`` (unless offline; ``collect(store, sources, epochs)`` prints the run reports and
     says 3 when anything is missing), write the report in every format of ``FORMATS`` and the
-    textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0)."""
-    from .analyses import epoch_report
-    from .collect import resolved
-    from .report import promfile, render
-    from .store import Store
+    textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
+
+    The textfile is written on every run that got the lock, a failed one too
+    (``auditor_report_complete 0`` and whatever was obtained), so an alert has something to
+    read. On exit 1 the findings at ``fail_on`` or above go to stderr, one line each, quiet or
+    not: cron mails them."""
+    from .report import promfile
+    from .report.text import plain
 
     when = parse_date(day)
     with locked(out_dir):                           # held until every file is written
-        with resolved(sources) as s, Store(db) as store:         # --replay: its server is the node
-            if epoch is None and when is not None:
-                epoch = epoch_at(store, when)
-            elif epoch is None and s.nodes and not s.offline:
-                epoch = latest_settled_on_chain(s)
-            code = 0
-            if s.any and not s.offline:
-                code = collect(store, s, [] if epoch is None else [epoch])
-            if epoch is None:
-                epoch = latest_settled_in_store(store)
-            progress.log(f"report daily: epoch {epoch}")
-            result = epoch_report.run(store, epoch)
-            folder = out_dir / report_day(store, epoch, when).isoformat()
-        view = render.View(command=command)
-        # all three files or none: a full disk never leaves json and md without html
-        render.write_all_atomic({folder / f"report.{fmt}": render.render(result, fmt, view) for fmt in FORMATS})
-        progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
-                     f"({len(result.findings)} findings)")
+        job = Job(epoch)
+        try:
+            result, code, folder = _report(job, db, sources, out_dir, when, progress, collect, command)
+        except Exception:
+            if prom_textfile is not None:
+                _write_failed(prom_textfile, job.epoch)
+            raise
+        code = code or result.exit_code(fail_on)
         if prom_textfile is not None:
-            promfile.write(prom_textfile, result, epoch)
+            promfile.write(prom_textfile, result, job.epoch, complete=code != EXIT_SOURCE)
             progress.log(f"report daily: wrote {prom_textfile}")
-    return code or result.exit_code(fail_on)
+    if code == EXIT_FINDINGS:
+        print_findings(result, fail_on)
+    elif code == EXIT_SOURCE:       # the collection printed what was MISSING; the report may lack more
+        print(f"auditor: the report of epoch {job.epoch} is incomplete (exit 3): its coverage section "
+              f"says what is missing: {plain(folder)}/report.md", file=sys.stderr)
+    return code
+
+
+@dataclass
+class Job:
+    """What a run has obtained so far: the epoch, once picked (a failed run's textfile says it)."""
+
+    epoch: int | None
+
+
+def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, progress: Any,
+            collect: Callable[[Any, Any, list[int]], int], command: str) -> tuple[Any, int, Path]:
+    """Pick the epoch, collect it, write the report files: the result, the collection's code
+    and the folder written."""
+    from .analyses import epoch_report
+    from .collect import resolved
+    from .report import render
+    from .store import Store
+
+    with resolved(sources) as s, Store(db) as store:         # --replay: its server is the node
+        if job.epoch is None and when is not None:
+            job.epoch = epoch_at(store, when)
+        elif job.epoch is None and s.nodes and not s.offline:
+            job.epoch = latest_settled_on_chain(s)
+        code = 0
+        if s.any and not s.offline:
+            code = collect(store, s, [] if job.epoch is None else [job.epoch])
+        if job.epoch is None:
+            job.epoch = latest_settled_in_store(store)
+        progress.log(f"report daily: epoch {job.epoch}")
+        result = epoch_report.run(store, job.epoch)
+        folder = out_dir / report_day(store, job.epoch, when).isoformat()
+    view = render.View(command=command)
+    # all three files or none: a full disk never leaves json and md without html
+    render.write_all_atomic({folder / f"report.{fmt}": render.render(result, fmt, view) for fmt in FORMATS})
+    progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
+                 f"({len(result.findings)} findings)")
+    return result, code, folder
+
+
+def _write_failed(path: Path, epoch: int | None) -> None:
+    """The failed run's textfile; when even that fails, one more line (the run's error follows)."""
+    from .errors import AuditorError
+    from .report import promfile
+    from .report.text import plain
+
+    try:
+        promfile.write_failed(path, epoch)
+    except AuditorError as exc:
+        print(f"auditor: {plain(exc)}", file=sys.stderr)
+
+
+def print_findings(result: Any, fail_on: str | None) -> None:
+    """The findings that made the exit 1, most severe first, one line each on stderr."""
+    from .report.text import plain
+    from .result import SEVERITIES, ranked
+
+    floor = SEVERITIES.index(fail_on or "info")
+    for f in ranked([f for f in result.findings if f.rank >= floor]):
+        print(f"auditor: {f.severity} {f.code} {plain(f.subject.get('id'))}: {plain(f.summary)}",
+              file=sys.stderr)
 
 
 @contextmanager
@@ -125,16 +186,32 @@ def latest_settled_in_store(store) -> int:
     return int(row[0])
 
 
-def latest_settled_on_chain(sources) -> int:
+def latest_settled_on_chain(sources, steps: int = 2) -> int:
     """From the node's ``/v1/epochs/latest``: the latest epoch minus one once it is past its
-    PoC (phase Inference), else minus two."""
+    PoC (phase Inference), else minus two; then the first of it and up to ``steps`` epochs
+    before it whose next epoch's root group the node holds (without it an epoch is not settled:
+    a node behind its own head, or a recording made for an older epoch)."""
     from .collect import client, resolved
-    from .sources.chain import DapiLatestEpoch, decode
+    from .sources.chain import API, DapiLatestEpoch, decode
 
     with resolved(sources) as s, client(s, s.nodes, "chain") as c:
-        latest = decode(DapiLatestEpoch, c.get("/v1/epochs/latest"))
-    index = int(latest.latest_epoch.index)
-    return index - 1 if latest.phase == "Inference" else index - 2
+        try:
+            latest = decode(DapiLatestEpoch, c.get("/v1/epochs/latest"))
+        except NotFoundError:
+            raise SourceError(f"{', '.join(c.shown)} is not a Gonka chain API: it answers 404 to "
+                              "/v1/epochs/latest") from None
+        index = int(latest.latest_epoch.index)
+        candidate = index - 1 if latest.phase == "Inference" else index - 2
+        tried = [n for n in range(candidate, candidate - steps - 1, -1) if n >= 0]
+        for n in tried:
+            try:
+                c.get(f"{API}/epoch_group_data/{n + 1}")
+            except NotFoundError:
+                continue
+            return n
+    held = f"the root group of none of epochs {tried[-1] + 1}..{tried[0] + 1}" if tried else "no settled epoch"
+    raise SourceError(f"the node says epoch {index} is the latest, but holds {held}: no settled epoch "
+                      "to report; give --epoch N")
 
 
 def report_day(store, epoch: int, day: date | None) -> date:

@@ -106,7 +106,7 @@ def test_a_renamed_data_key_breaks_the_chart_and_the_metric_loudly():
     from auditor.result import Result
 
     good = {"participants": [{"participant": "gonka1abcdefgh", "total": 10, "missed": 2, "critical_misses": 3,
-                              "passed": True}]}
+                              "passed": True, "verdict": "passed", "rewarded_coins": 5}]}
     (chart,) = figures.charts(Result("miss_test", "Miss test", good))
     assert chart.series[0]["points"] == [["abcdefgh", 2]]
     text = promfile.registry(Result("epoch", "e", {}, parts=[Result("miss_test", "Miss test", good)]), 1)

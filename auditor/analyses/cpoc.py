@@ -25,8 +25,8 @@ from .context import Run
 ANALYSIS = "poc_overload"              # the analysis these facts are the evidence of
 DEFAULT_PER_10000 = 10.0
 PER_10000_DEFAULT_SOURCE = ("gateway default poc_max_concurrent_requests_per_10000_weight = 10.0 "
-                            "(devshardctl gateway_settings; gateway-logs.md sections 7.2 and 9): not read "
-                            "from this gateway; pass --per-10000 with its setting")
+                            "(devshardctl's gateway_settings, devshard/cmd/devshardctl in gonka-ai/gonka): "
+                            "not read from this gateway; pass --per-10000 with its setting")
 DEFAULT_LOOKBACK_MINUTES = 10.0        # "before the window": this many minutes before the trigger
 MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
                      "unfinished_execution": "failed_after_receipt"}

@@ -434,7 +434,9 @@ class Tested:
     total: int
     missed: int
     critical_misses: int | None     # None: the rate rule or the exact test applied, no table bound
-    passed: bool
+    passed: bool                    # the recomputed test passed (an excluded host's too)
+    verdict: str                    # VERDICT_ORDER: what the participant was paid, and why
+    rewarded: int                   # rewarded_coins the chain paid
 
 
 @dataclass(frozen=True)
@@ -446,8 +448,8 @@ class MissTestResult:
 
     @classmethod
     def of(cls, result: Result) -> "MissTestResult":
-        return cls(tuple(Tested(p["participant"], p["total"], p["missed"], p["critical_misses"], p["passed"])
-                         for p in result.data["participants"]))
+        return cls(tuple(Tested(p["participant"], p["total"], p["missed"], p["critical_misses"], p["passed"],
+                                p["verdict"], p["rewarded_coins"]) for p in result.data["participants"]))
 
 
 def charts(result: Result) -> list:
@@ -465,8 +467,13 @@ def charts(result: Result) -> list:
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
+    """Per participant: passed (1 when the test passed and the chain paid: an excluded host
+    paid 0 is not a pass), its verdict as one 0/1 series per verdict, requests, misses, the bound."""
     for p in MissTestResult.of(result).participants:
-        yield "auditor_miss_test_passed", (p.participant,), 1 if p.passed else 0
+        yield "auditor_miss_test_passed", (p.participant,), 1 if p.passed and p.rewarded > 0 else 0
+        for verdict in VERDICT_ORDER:
+            yield "auditor_miss_test_verdict", (p.participant, verdict), 1 if p.verdict == verdict else 0
+        yield "auditor_miss_test_requests", (p.participant,), p.total
         yield "auditor_miss_test_missed_requests", (p.participant,), p.missed
         if p.critical_misses is not None:
             yield "auditor_miss_test_critical_misses", (p.participant,), p.critical_misses

@@ -40,13 +40,18 @@ class Code:
 
 @dataclass(frozen=True)
 class Metric:
-    """A metric family of the Prometheus textfile (a gauge; ``epoch`` is always its first
-    label). ``help`` is its HELP line, ``meaning`` the README's words."""
+    """A metric family of the Prometheus textfile (a gauge; ``epoch`` is its first label
+    unless ``epoch`` is False: the run's own metrics, not facts of the epoch). ``help`` is its
+    HELP line, ``meaning`` the README's words."""
 
     name: str
     labels: tuple[str, ...]
     help: str
     meaning: str
+    epoch: bool = True
+
+    def all_labels(self) -> tuple[str, ...]:
+        return (("epoch",) if self.epoch else ()) + self.labels
 
 
 @dataclass(frozen=True)
@@ -132,8 +137,15 @@ Example:
                     "places in cPoC windows"),
                Code("miss_test_discrepancy", ("warn",), "participant",
                     "the recomputed test fails but the chain paid")),
-        metrics=(Metric("auditor_miss_test_passed", ("participant",), "1 when the recomputed miss test passed",
-                        "1 passed, 0 failed"),
+        metrics=(Metric("auditor_miss_test_passed", ("participant",),
+                        "1 when the recomputed miss test passed and the chain paid the reward, else 0",
+                        "1 passed and paid; 0 failed, or paid 0 for another reason (an excluded host)"),
+                 Metric("auditor_miss_test_verdict", ("participant", "verdict"),
+                        "1 for the participant's verdict, 0 for the others",
+                        "1 for its verdict (`passed`, `zeroed_by_miss_test`, `zero_for_other_reason`, "
+                        "`no_requests`), 0 for the others"),
+                 Metric("auditor_miss_test_requests", ("participant",), "Requests in the epoch (inferences + misses)",
+                        "requests in the epoch (inferences + misses): misses / requests is the miss rate"),
                  Metric("auditor_miss_test_missed_requests", ("participant",), "Missed requests in the epoch",
                         "missed requests in the epoch"),
                  Metric("auditor_miss_test_critical_misses", ("participant",), "The most misses the test allowed",
@@ -361,7 +373,8 @@ def codes_table(keys: Iterable[str] | None = None, *, exclude: Iterable[str] = (
 
 def metrics_table() -> list[str]:
     return ["| metric | labels | value |", "|---|---|---|",
-            *(_row(f"`{m.name}`", f"`{', '.join(('epoch', *m.labels))}`", m.meaning) for m in metrics())]
+            *(_row(f"`{m.name}`", f"`{', '.join(m.all_labels())}`" if m.all_labels() else "none", m.meaning)
+              for m in metrics())]
 
 
 def generate(readme: str) -> str:

@@ -1,6 +1,7 @@
 """Plain summaries printed on stderr: the collection run report. What a source said (a
 skipped item, a note, what is missing) is outside text: its control characters are shown
-escaped (``text.plain``)."""
+escaped (``text.plain``). ``--quiet`` keeps only what is MISSING: the lines that go with
+exit 3 (cron mails any output, so a good run prints nothing)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from ..result import CollectReport
 from .text import plain
 
 
-def print_collect_reports(reports: list[CollectReport]) -> None:
+def print_collect_reports(reports: list[CollectReport], quiet: bool = False) -> None:
     for r in reports:
         source = plain(r.source)
+        if quiet:
+            for m in r.missing:
+                print(f"{source}: MISSING {plain(m)}", file=sys.stderr)
+            continue
         loaded = ", ".join(f"{plain(k)} {v}" for k, v in r.loaded.items()) or "nothing new"
         print(f"{source}: loaded {loaded}", file=sys.stderr)
         for s in r.skipped:

@@ -2,10 +2,14 @@
 collector. Written with the Prometheus client library's exposition code, atomically
 (``write_to_textfile`` writes a temp file beside the target, then renames it).
 
-Metrics (gauges; every one carries the ``epoch`` label of the report): the report's own,
-``REPORT_METRICS`` below, then the ones each analysis declares in its registry record
-(``analyses/registry.py``), whose samples its module's ``metrics(result)`` yields. The
-README's table of them is generated from the same records.
+Metrics (gauges): the report's own, ``REPORT_METRICS`` below, then the ones each analysis
+declares in its registry record (``analyses/registry.py``), whose samples its module's
+``metrics(result)`` yields. The README's table of them is generated from the same records.
+The facts of an epoch carry its ``epoch`` label; the run's own (complete, when, which
+epoch) do not, so an alert on them reads one series across epochs.
+
+Every run writes the file, a failed one too (:func:`write_failed`): ``auditor_report_complete
+0``, when it ran, and the epoch when it was known.
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ from ..errors import UsageError
 from ..result import SEVERITIES, Result
 
 REPORT_METRICS = (
-    Metric("auditor_report_complete", (), "1 when the report's data was complete, else 0",
-           "1 when the report's data was complete"),
-    Metric("auditor_report_timestamp_seconds", (), "When the report was made (Unix time)", "when it was made"),
+    Metric("auditor_report_complete", (), "1 when the last run's report was complete, 0 when its data was "
+           "incomplete or the run failed", "1 when the last run's report was complete, 0 when it was "
+           "incomplete or failed (alert on it)", epoch=False),
+    Metric("auditor_report_timestamp_seconds", (), "When the last run ended (Unix time)",
+           "when the last run ended, a failed one too", epoch=False),
+    Metric("auditor_report_epoch", (), "The epoch the last run reported", "the epoch the last run reported "
+           "(absent when a run failed before knowing it)", epoch=False),
     Metric("auditor_findings", ("code", "severity"), "Findings by code and severity",
            "findings of each code and severity"),
     Metric("auditor_findings_by_severity", ("severity",), "Findings by severity",
@@ -40,23 +48,38 @@ def _part(result: Result, key: str) -> Result | None:
     return None
 
 
-def registry(result: Result, epoch: int, now: float | None = None):
+def _gauges(epoch: int | None, complete: bool, now: float | None):
+    """A registry of every declared family, and the run's own samples set; ``gauge(name,
+    *labels)`` is a family's child (the epoch label first where the family has it)."""
     from prometheus_client import CollectorRegistry, Gauge
 
     reg = CollectorRegistry()
-    e = str(epoch)
+    families = {m.name: (m, m.all_labels()) for m in analyses.metrics()}
+    # a family without labels is made when set: made unset it would say 0 (unknown is not zero)
+    g = {name: Gauge(name, m.help, labels, registry=reg) for name, (m, labels) in families.items() if labels}
 
-    def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
-        return Gauge(name, doc, ("epoch", *labels), registry=reg)
+    def gauge(name: str, *labels: str) -> Any:
+        m, names = families[name]
+        if not names:
+            return g.setdefault(name, Gauge(name, m.help, registry=reg))
+        return g[name].labels(*((str(epoch), *labels) if m.epoch else labels))
 
-    g = {m.name: gauge(m.name, m.help, m.labels) for m in analyses.metrics()}
-    g["auditor_report_complete"].labels(e).set(1 if result.complete else 0)
-    g["auditor_report_timestamp_seconds"].labels(e).set(time.time() if now is None else now)
+    gauge("auditor_report_complete").set(1 if complete else 0)
+    gauge("auditor_report_timestamp_seconds").set(time.time() if now is None else now)
+    if epoch is not None:
+        gauge("auditor_report_epoch").set(epoch)
+    return reg, gauge
+
+
+def registry(result: Result, epoch: int, now: float | None = None, complete: bool | None = None):
+    """The metrics of ``result``, the report of ``epoch``; ``complete``: the run's word on it
+    (default: the result's own)."""
+    reg, gauge = _gauges(epoch, result.complete if complete is None else complete and result.complete, now)
     for (code, sev), n in Counter((f.code, f.severity) for f in result.findings).items():
-        g["auditor_findings"].labels(e, code, sev).set(n)
+        gauge("auditor_findings", code, sev).set(n)
     counts = Counter(f.severity for f in result.findings)
     for sev in SEVERITIES:
-        g["auditor_findings_by_severity"].labels(e, sev).set(counts[sev])
+        gauge("auditor_findings_by_severity", sev).set(counts[sev])
 
     for a in analyses.ANALYSES:
         part = _part(result, a.key)
@@ -66,11 +89,21 @@ def registry(result: Result, epoch: int, now: float | None = None):
         for name, labels, value in a.samples(part):
             if name not in declared:
                 raise KeyError(f"analysis {a.key} yields metric {name}, which its registry record does not declare")
-            g[name].labels(e, *labels).set(value)
+            gauge(name, *labels).set(value)
     return reg
 
 
-def write(path: Path, result: Result, epoch: int) -> None:
+def write(path: Path, result: Result, epoch: int, complete: bool | None = None) -> None:
+    _write(path, registry(result, epoch, complete=complete))
+
+
+def write_failed(path: Path, epoch: int | None, now: float | None = None) -> None:
+    """A failed run's textfile: not complete, when it ran, the epoch when known; no findings
+    (unknown, not zero)."""
+    _write(path, _gauges(epoch, False, now)[0])
+
+
+def _write(path: Path, reg: Any) -> None:
     from prometheus_client import write_to_textfile
 
     path = Path(path)
@@ -78,6 +111,6 @@ def write(path: Path, result: Result, epoch: int) -> None:
         raise UsageError(f"--prom-textfile {path} is a directory; give a file path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_to_textfile(str(path), registry(result, epoch))
+        write_to_textfile(str(path), reg)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc

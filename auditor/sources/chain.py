@@ -481,8 +481,20 @@ def _root_group(run: _Run) -> None:
         root, run.root_resp = run.fetch("epoch_group_data", f"{API}/epoch_group_data/{run.epoch}",
                                         EpochGroupDataResponse, required=True, check=_group_of(run.epoch))
     except NotFoundError as exc:
-        raise SourceError(f"epoch {run.epoch} does not exist on the chain ({exc})") from exc
+        raise SourceError(_not_found(run, exc)) from exc
     run.root = root.epoch_group_data
+
+
+def _not_found(run: _Run, exc: NotFoundError) -> str:
+    """Epoch N's root group is 404: no such epoch, or, when /v1/epochs/latest is 404 too, no chain."""
+    try:
+        run.client.get("/v1/epochs/latest")
+    except NotFoundError:
+        return (f"{', '.join(run.client.shown)} is not a Gonka chain API: it answers 404 to "
+                f"epoch_group_data/{run.epoch} and to /v1/epochs/latest")
+    except SourceError:
+        pass
+    return f"epoch {run.epoch} does not exist on the chain ({exc})"
 
 
 def _next_root_group(run: _Run) -> None:
