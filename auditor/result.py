@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_OK, EXIT_SOURCE
 
 
-def utc_text(t: datetime | None) -> str:
-    """A time as people paste it: ``2026-09-23 00:03:36.172913Z`` (UTC), or '?' when unknown."""
+def utc_text(t: datetime | None, timespec: str = "auto") -> str:
+    """A time as people paste it: ``2026-09-23 00:03:36.172913Z`` (UTC), or '?' when unknown;
+    ``timespec`` as ``datetime.isoformat`` (tables use ``milliseconds``)."""
     if t is None:
         return "?"
     if t.tzinfo is not None:
         t = t.astimezone(timezone.utc)
-    return t.isoformat(sep=" ").replace("+00:00", "") + "Z"
+    return t.isoformat(sep=" ", timespec=timespec).replace("+00:00", "") + "Z"
 
 
 @dataclass
@@ -55,14 +57,26 @@ class CollectReport:
 @dataclass
 class Table:
     """A titled table of rows: what every renderer can show. ``columns`` fixes the order.
-    ``narrow`` lists the columns a terminal table may drop when it is short of width
-    (never json, csv or md)."""
+
+    What a terminal table short of width keeps (never json, csv or md, which keep all):
+    - ``priority``: the columns that matter most, most important first (the row's id, the
+      verdict, the misses, the waste): kept as long as any fit;
+    - ``narrow``: low-value columns, dropped before any other (after the constant ones);
+    - every other column is kept narrowest first, so long ids and 14-digit numbers go
+      first; a column with one value in every row goes before all, and a note says its value.
+    ``failing(row)``: True for a row that failed (a verdict other than pass, a spurious
+    remint): coloured in the terminal when colour is on, marked in html."""
 
     title: str
     columns: list[str]
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     narrow: list[str] = field(default_factory=list)
+    priority: list[str] = field(default_factory=list)
+    failing: Callable[[dict[str, Any]], bool] | None = None
+
+    def failed(self, row: dict[str, Any]) -> bool:
+        return bool(self.failing and self.failing(row))
 
 
 @dataclass
@@ -104,8 +118,10 @@ def subject_kinds() -> tuple[str, ...]:
 @dataclass
 class Finding:
     """One thing an analysis flags: a stable ``code``, a ``severity``, the ``subject`` it is
-    about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary`` and the
-    ``evidence``: the numbers, and the query or rows they came from."""
+    about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary``, the
+    ``evidence``: the numbers, and the query or rows they came from, and the ``action``: one
+    line, the next step. The action is the code's text in the registry (``Code.action``),
+    its placeholders filled from this finding's subject and evidence, unless given."""
 
     code: str
     severity: str
@@ -113,6 +129,7 @@ class Finding:
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
+    action: str | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -122,6 +139,12 @@ class Finding:
             raise ValueError(f"subject {self.subject!r} needs kind in {kinds} and an id")
         if "\n" in self.summary:
             raise ValueError("a finding's summary is one line")
+        if self.action is None:
+            from .analyses.registry import action_of
+
+            self.action = action_of(self)
+        if self.action is not None and "\n" in self.action:
+            raise ValueError("a finding's action is one line")
 
     @property
     def rank(self) -> int:
@@ -129,7 +152,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "severity": self.severity, "subject": self.subject, "model": self.model,
-                "summary": self.summary, "evidence": self.evidence}
+                "summary": self.summary, "evidence": self.evidence, "action": self.action}
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:

@@ -402,7 +402,9 @@ def _table(assessed: list[dict], notes: list[str]) -> Table:
     for tr, a in zip(table_rows, assessed):
         if a["discrepancy"]:
             tr["reason"] = f"{a['reason']}; DISCREPANCY: {a['discrepancy']}"
-    return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes))
+    return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes),
+                 priority=["participant", "verdict", "missed", "critical_misses", "total", "reason"],
+                 failing=lambda r: r["passed"] is False)
 
 
 def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[str, int]) -> list[tuple[str, str]]:

@@ -472,7 +472,9 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
     return [Table("Preserved-weight targets per model", list(t1[0].keys()) if t1 else [], t1,
                   notes + ["plan_* = largest-first fill of the suggested target; chain_* = the chain's "
                            "smallest-first selection simulated on the same node weights."],
-                  narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"]),
+                  narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"],
+                  priority=["model_id", "gap", "demand_weight", "suggested_target", "allocation_target",
+                            "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0)),
             Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
                   [gov["note"]])]
 

@@ -94,7 +94,7 @@ def cell(v: Any) -> str:
     if isinstance(v, Decimal):
         return format(v.normalize(), "f") if v == v else "NaN"
     if isinstance(v, datetime):
-        return utc_text(v)
+        return utc_text(v, "milliseconds")          # json keeps every digit
     if isinstance(v, (list, tuple)):
         return ", ".join(cell(x) for x in v)
     return str(v)
@@ -108,9 +108,9 @@ def numeric(t: Table, col: str) -> bool:
 def findings_table(findings: list[Finding]) -> Table:
     """The findings as rows: what table, markdown and csv show of them."""
     rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
-             "model": f.model, "summary": f.summary} for f in ranked(findings)]
-    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary"], rows,
-                 narrow=["kind", "model"])
+             "model": f.model, "summary": f.summary, "action": f.action} for f in ranked(findings)]
+    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
+                 narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
 
 
 def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
