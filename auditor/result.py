@@ -84,11 +84,16 @@ class Chart:
     """A picture of some of a result's numbers, for the html report (``report/figures.py``
     draws them from a result's data; never in the JSON: the numbers are in the data).
 
-    - ``kind``: ``bar`` (x values are categories, one group of bars per category) or
-      ``line`` (x values are numbers or times, one polyline per series).
-    - ``series``: ``[{"name": str, "points": [[x, y], ...]}]``.
-    - ``marks``: horizontal reference lines, ``[{"name": str, "y": number}]`` (a cap, a threshold).
+    - ``kind``: ``bar`` (x values are categories, one group of bars per category), ``hbar``
+      (the same on its side: one labelled row per category) or ``line`` (x values are
+      numbers or times, one polyline per series).
+    - ``series``: ``[{"name": str, "points": [[x, y], ...]}]``, optionally ``"colour"``
+      (``"#rrggbb"``: failures red).
+    - ``marks``: reference lines at a value, ``[{"name": str, "y": number}]`` (a cap, a
+      threshold), optionally ``"colour"``.
     - ``events``: vertical markers on a line chart, ``[{"x": ..., "label": str, "class": str}]``.
+    - ``spans``: shaded bands of a line chart, ``[{"from": x, "to": x, "label": str}]`` (the
+      phases of a PoC).
     """
 
     title: str
@@ -98,11 +103,15 @@ class Chart:
     series: list[dict[str, Any]]
     marks: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("bar", "line"):
-            raise ValueError(f"chart kind {self.kind!r} is not bar or line")
+        if self.kind not in ("bar", "hbar", "line"):
+            raise ValueError(f"chart kind {self.kind!r} is not bar, hbar or line")
 
+
+FAIL_COLOUR = "#d62728"        # a chart's failures
+PASS_COLOUR = "#1f77b4"
 
 SEVERITIES = ("info", "warn", "error")                 # in rising order
 

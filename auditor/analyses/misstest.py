@@ -453,17 +453,24 @@ class MissTestResult:
 
 
 def charts(result: Result) -> list:
-    """Each participant's misses against the most the test allowed it (table path)."""
-    from ..result import Chart
+    """Each participant's misses as a share of the most the test allowed it (table path),
+    one labelled row each, highest first: above 1 it failed (red)."""
+    from ..result import FAIL_COLOUR, PASS_COLOUR, Chart
     from .frame import chart_label as _label
 
-    tested = [p for p in MissTestResult.of(result).participants if p.total and p.critical_misses is not None]
+    tested = sorted((p for p in MissTestResult.of(result).participants if p.total and p.critical_misses),
+                    key=lambda p: -p.missed / p.critical_misses)
     if not tested:
         return []
-    return [Chart("Misses against the miss test's threshold", "bar", "participant (last 8 characters)",
-                  "requests",
-                  [{"name": "missed", "points": [[_label(p.participant), p.missed] for p in tested]},
-                   {"name": "most allowed", "points": [[_label(p.participant), p.critical_misses] for p in tested]}])]
+    failed = [p for p in tested if p.missed > p.critical_misses]
+    passed = [p for p in tested if p.missed <= p.critical_misses]
+    return [Chart("Misses / most allowed, per participant (above 1: the test failed)", "hbar",
+                  "participant (last 8 characters)", "missed / most allowed",
+                  [{"name": "failed", "colour": FAIL_COLOUR,
+                    "points": [[_label(p.participant), p.missed / p.critical_misses] for p in failed]},
+                   {"name": "within the allowance", "colour": PASS_COLOUR,
+                    "points": [[_label(p.participant), p.missed / p.critical_misses] for p in passed]}],
+                  marks=[{"name": "allowed", "y": 1}])]
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:

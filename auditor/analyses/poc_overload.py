@@ -192,7 +192,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
             "cap_rule": "max(1, floor(weight x per_10000 / 10000))",
             "events": [{"episode": e["episode"], "trigger_height": e["trigger_height"], "gen_end": e["gen_end"],
                         "val_end": e["val_end"], "start": utc_text(e["trigger_time"]),
-                        "gen_end_time": utc_text(e["gen_end_time"]), "end": utc_text(e["val_end_time"])}
+                        "gen_end_time": utc_text(e["gen_end_time"]), "end": utc_text(e["val_end_time"]),
+                        "gen_start_time": utc_text(e.get("gen_start_time"))}
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
@@ -615,7 +616,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
         })
     t_notes = [f"cap = max(1, floor(weight x per_10000 / 10000)); per_10000: {per_source}.",
                "unknown = no gateway evidence for that window or model (never zero load).",
-               "cf_* = the window replayed with the cap (see --format json for the assumptions)."] + notes
+               "--format json has the counterfactual's assumptions."] + notes
     esc_rows = []
     for w in windows:
         for e in w.get("escrows") or []:
@@ -650,6 +651,7 @@ def charts(result: Result) -> list:
     from ..result import Chart
     from .frame import chart_label, chart_time
 
+    events = {e["episode"]: e for e in result.data["events"]}
     out = []
     for w in result.data["windows"]:
         series = w.get("inflight_series")           # only windows with gateway evidence have one
@@ -660,8 +662,22 @@ def charts(result: Result) -> list:
         out.append(Chart(f"{w['episode']}: {chart_label(w['participant'])} ({w['model']}) in flight against its cap",
                          "line", "time (UTC)", "requests in flight",
                          [{"name": f"in flight (max per {step} s)", "points": points}],
-                         marks=[{"name": "cap", "y": w["cap"]}]))
+                         marks=[{"name": "cap", "y": w["cap"]}], spans=_phases(events.get(w["episode"]))))
     return out
+
+
+def _phases(event: dict | None) -> list[dict]:
+    """The shaded phases of a cPoC window: grace (trigger to generation start), generation,
+    then validation (from the end of generation: the exchange and the validation delay too);
+    a phase whose block time was not collected is not drawn."""
+    from .frame import chart_time
+
+    if event is None:
+        return []
+    edges = [event.get(k) for k in ("start", "gen_start_time", "gen_end_time", "end")]
+    names = ["grace", "generation", "validation (from the end of generation)"]
+    return [{"from": chart_time(a), "to": chart_time(b), "label": n}
+            for n, a, b in zip(names, edges, edges[1:]) if a not in (None, "?") and b not in (None, "?")]
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:

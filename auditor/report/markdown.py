@@ -57,6 +57,8 @@ def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
         model = f" ({md(f.model)})" if f.model and f.model != f.subject["id"] else ""
         out.write(f"{i}. **{md(f.severity)}** {md_code(f.code)} {md(f.subject['kind'])} "
                   f"{md_code(f.subject['id'])}{model}: {md(f.summary, PROSE_LIMIT)}\n")
+        if f.action:
+            out.write(f"   next: {md(f.action, PROSE_LIMIT)}\n")
         numbers = {k: v for k, v in f.evidence.items() if not isinstance(v, (dict, list))}
         if numbers:
             out.write("   " + ", ".join(f"{md(k)} = {md(cell(v), PROSE_LIMIT)}" for k, v in numbers.items()) + "\n")
@@ -97,6 +99,8 @@ def _markdown(result: Result, view: View, max_rows: int) -> str:
             out.writelines(f"- **{md(k)}**: {md(v, PROSE_LIMIT)}\n" for k, v in item)
         elif kind == "findings":
             _findings(out, item, max_rows)
+        elif kind == "legend":
+            out.write("\n" + "".join(f"_{md(line, PROSE_LIMIT)}_  \n" for line in item))
         else:
             _table(out, item, depth, max_rows)
     caveats = _caveats(result)

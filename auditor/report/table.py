@@ -106,6 +106,9 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
         elif kind == "header":
             for k, v in item:
                 console.print(Text(f"  {plain(k)}: {fit(v)}"))
+        elif kind == "legend":
+            for line in item:
+                console.print(Text(fit(line), style="dim"))
         elif kind == "findings" and item and console.width < FINDINGS_TABLE:
             console.print()
             console.print(Text("Findings", style="bold"))
