@@ -61,9 +61,11 @@ class Table:
     What a terminal table short of width keeps (never json, csv or md, which keep all):
     - ``priority``: the columns that matter most, most important first (the row's id, the
       verdict, the misses, the waste): kept as long as any fit;
-    - ``narrow``: low-value columns, dropped before any other (after the constant ones);
+    - ``narrow``: low-value columns, never in the terminal table (unless ``--wide``);
     - every other column is kept narrowest first, so long ids and 14-digit numbers go
       first; a column with one value in every row goes before all, and a note says its value.
+    ``legend``: the abbreviations it uses (keys of ``report.render.LEGEND``): each format
+    writes what they stand for under it.
     ``failing(row)``: True for a row that failed (a verdict other than pass, a spurious
     remint): coloured in the terminal when colour is on, marked in html."""
 
@@ -73,6 +75,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     narrow: list[str] = field(default_factory=list)
     priority: list[str] = field(default_factory=list)
+    legend: list[str] = field(default_factory=list)
     failing: Callable[[dict[str, Any]], bool] | None = None
 
     def failed(self, row: dict[str, Any]) -> bool:
@@ -183,6 +186,7 @@ class Result:
     - ``unavailable``: why the analysis could not run at all (no input), else None.
     - ``header``: labelled key facts shown above the tables.
     - ``parts``: for a report composed of analyses (``auditor epoch N``), their results.
+    - ``legend``: the abbreviations its header uses (as ``Table.legend``).
     """
 
     key: str
@@ -195,6 +199,7 @@ class Result:
     unavailable: str | None = None
     header: list[tuple[str, str]] = field(default_factory=list)
     parts: list["Result"] = field(default_factory=list)     # a composed report's analyses, in order
+    legend: list[str] = field(default_factory=list)
 
     @classmethod
     def missing_input(cls, key: str, title: str, reason: str, sources: list[str]) -> "Result":

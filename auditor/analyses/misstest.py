@@ -348,7 +348,7 @@ def run(store: Any, epoch: int, options: Options | None = None, *, ctx: Run | No
     data = _data(mt, epoch, assessed, counts, notes)
     coverage = {"sources": ["chain"], "missing": [], "unknown": list(mt.unknown)}
     return Result(KEY, TITLE, data, [_table(assessed, notes)], findings, coverage,
-                  header=_header(mt, epoch, assessed, counts))
+                  header=_header(mt, epoch, assessed, counts), legend=["T / M / n_used"])
 
 
 def _of_participant(mt: MissTestFacts, participant: str | None, epoch: int, notes: list[str]) -> list[dict]:
@@ -403,7 +403,7 @@ def _table(assessed: list[dict], notes: list[str]) -> Table:
         if a["discrepancy"]:
             tr["reason"] = f"{a['reason']}; DISCREPANCY: {a['discrepancy']}"
     return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes),
-                 priority=["participant", "verdict", "missed", "critical_misses", "total", "reason"],
+                 priority=["participant", "verdict", "missed", "critical_misses", "total", "reason"], legend=["(table)"],
                  failing=lambda r: r["passed"] is False)
 
 

@@ -629,7 +629,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
     tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
                     narrow=["share", "rpm_before", "evidence", "structural_risk"],
                     priority=["participant", "verdict", "misses", "requests", "window_flips", "cf_misses",
-                              "cf_passes", "peak_inflight", "cap", "episode"],
+                              "cf_passes", "peak_inflight", "cap", "episode"], legend=["cf_*"],
                     failing=lambda r: r["verdict"] == "zeroed_by_miss_test" or bool(r["window_flips"]))]
     if esc_rows:
         tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows))

@@ -474,7 +474,8 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
                            "smallest-first selection simulated on the same node weights."],
                   narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"],
                   priority=["model_id", "gap", "demand_weight", "suggested_target", "allocation_target",
-                            "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0)),
+                            "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0),
+                  legend=["W_m", "D_m"]),
             Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
                   [gov["note"]])]
 

@@ -13,7 +13,7 @@ import json
 from ..result import Finding, Result, Table, ranked
 from . import figures
 from .charts import MIN_WIDTH, to_svg
-from .render import View, cell, json_default, legend, numeric, table_texts
+from .render import View, cell, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
@@ -99,19 +99,19 @@ def _table(t: Table, section_title: str = "") -> str:
             out.append(("<tr class=\"fail\">" if t.failed(r) else "<tr>") + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
     out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
-    out.append(_legend(table_texts(t)))
+    out.append(_legend(t.legend))
     return "".join(out)
 
 
-def _legend(texts: list[str]) -> str:
-    return "".join(f'<p class="legend-note">{escape(line)}</p>' for line in legend(texts))
+def _legend(abbreviations: list[str]) -> str:
+    return "".join(f'<p class="legend-note">{escape(line)}</p>' for line in legend(abbreviations))
 
 
-def _header(lines: list[tuple[str, str]]) -> str:
+def _header(lines: list[tuple[str, str]], abbreviations: list[str] = ()) -> str:
     if not lines:
         return ""
     return ('<dl class="header">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in lines) + "</dl>"
-            + _legend([f"{k} {v}" for k, v in lines]))
+            + _legend(list(abbreviations)))
 
 
 def _findings(findings: list[tuple[Finding, str]]) -> str:
@@ -134,7 +134,7 @@ def _findings(findings: list[tuple[Finding, str]]) -> str:
 
 
 def _section(r: Result) -> str:
-    out = [f'<section id="section-{_slug(r.key)}"><h2>{escape(r.title)}</h2>', _header(r.header)]
+    out = [f'<section id="section-{_slug(r.key)}"><h2>{escape(r.title)}</h2>', _header(r.header, r.legend)]
     out += [f'<figure class="chart"><figcaption>{escape(c.title)}</figcaption>'
             f'<div class="chart-box">{to_svg(c, titled=False)}</div></figure>' for c in figures.charts(r)]
     out += [_table(t, r.title) for t in r.tables]
@@ -146,7 +146,7 @@ def to_html(result: Result, view: View = View()) -> str:
     parts = result.parts or [result]
     owner = {id(f): f"section-{_slug(p.key)}" for p in parts for f in p.findings}
     findings = [(f, owner.get(id(f), f"section-{_slug(result.key)}")) for f in ranked(result.findings)]
-    body = [f"<h1>{escape(result.title)}</h1>", _header(result.header) if result.parts else "",
+    body = [f"<h1>{escape(result.title)}</h1>", _header(result.header, result.legend) if result.parts else "",
             _findings(findings)]
     body += [_section(p) for p in parts]
     if view.command:

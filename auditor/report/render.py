@@ -113,57 +113,56 @@ def findings_table(findings: list[Finding]) -> Table:
                  narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
 
 
-# The abbreviations the reports use, each with what it stands for: a header or a table
-# that uses one is followed by its line (``legend``).
+# The abbreviations the reports use, each with what it stands for: a table that declares one
+# (``Table.legend``; a header: ``Result.legend``) is followed by its line. Declared, never
+# guessed from the text: cells and notes hold outside text, and a host named W_m gets no legend.
 LEGEND = {
     "T / M / n_used": "T / M / n_used = the epoch's requests and misses over all participants, and how many "
                       "participants had requests (the network baseline's inputs)",
     "W_m": "W_m = model m's total PoC weight",
     "D_m": "D_m = the weight needed to serve model m's in-flight demand in a PoC window at the gateway's "
            "per-10,000 ratio (demand_weight)",
-    "cf_": "cf_* = counterfactual: the window replayed with the proposed per-host cap",
+    "cf_*": "cf_* = counterfactual: the window replayed with the proposed per-host cap",
     "(table)": "(table) = the allowance is the chain's table of critical misses for that p0 "
                "(above 990 requests the chain's rate rule)",
 }
 
 
-def legend(texts: list[str]) -> list[str]:
-    """The ``LEGEND`` lines of the abbreviations ``texts`` use, in ``LEGEND``'s order."""
-    joined = "\n".join(texts)
-    return [line for abbr, line in LEGEND.items() if abbr in joined]
-
-
-def table_texts(t: Table) -> list[str]:
-    return [t.title, *t.columns, *t.notes, *(cell(v) for r in t.rows for v in r.values() if isinstance(v, str))]
+def legend(abbreviations: list[str]) -> list[str]:
+    """The ``LEGEND`` lines of ``abbreviations`` (its keys), in ``LEGEND``'s order."""
+    unknown = set(abbreviations) - set(LEGEND)
+    if unknown:
+        raise KeyError(f"no legend for {sorted(unknown)}: add it to report/render.py LEGEND")
+    return [line for abbr, line in LEGEND.items() if abbr in abbreviations]
 
 
 def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
     """The order every text format follows, as ``(kind, depth, item)``: the title, the
     header lines, the findings (of a composed report: all, ranked), the tables, then each
-    part's title, header and tables; a header or table using an abbreviation of ``LEGEND``
-    is followed by a ``legend`` item, its lines. kind is 'title', 'header', 'findings',
+    part's title, header and tables; a header or table declaring abbreviations of ``LEGEND``
+    is followed by a ``legend`` item, their lines. kind is 'title', 'header', 'findings',
     'table' or 'legend'."""
     yield "title", 1, result.title
     if result.header:
         yield "header", 1, result.header
-        yield from _legend([f"{k} {v}" for k, v in result.header], 1)
+        yield from _legend(result.legend, 1)
     if result.findings or result.parts:
         yield "findings", 2, ranked(result.findings)
     for t in result.tables:
         yield "table", 2, t
-        yield from _legend(table_texts(t), 2)
+        yield from _legend(t.legend, 2)
     for part in result.parts:
         if part.header:
             yield "title", 2, part.title
             yield "header", 2, part.header
-            yield from _legend([f"{k} {v}" for k, v in part.header], 2)
+            yield from _legend(part.legend, 2)
         for t in part.tables:
             yield "table", 3 if part.header else 2, t
-            yield from _legend(table_texts(t), 3 if part.header else 2)
+            yield from _legend(t.legend, 3 if part.header else 2)
 
 
-def _legend(texts: list[str], depth: int) -> Iterator[tuple[str, int, Any]]:
-    lines = legend(texts)
+def _legend(abbreviations: list[str], depth: int) -> Iterator[tuple[str, int, Any]]:
+    lines = legend(abbreviations)
     if lines:
         yield "legend", depth, lines
 

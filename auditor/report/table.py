@@ -4,8 +4,8 @@ On a terminal the tables take its width; into a file or a pipe (cron) they are 2
 columns wide so nothing wraps. Unless ``--wide``, the view is made to fit: addresses are
 shortened to the form the gateway's logs use (``gonka1…x7m3qk5d``), a table short of
 width keeps the columns it names in ``Table.priority`` (the verdict, the misses, the
-waste) and drops first those with one value in every row (a note gives it), then its
-``Table.narrow`` ones, then the widest; column names wrap between words (``poc slot
+waste), never shows its low-value ``Table.narrow`` ones, and drops first those with one
+value in every row (a note gives it), then the widest; column names wrap between words (``poc slot
 allocation``) and ids never wrap at all. On a terminal narrower than ``FINDINGS_TABLE``
 the findings print one block each: severity, code and subject, then the summary and the
 next step wrapped. Severities and failing rows are coloured when colour is on (rich's
@@ -57,16 +57,12 @@ def constant(texts: list[str]) -> bool:
 
 
 def keep_order(t: Table, texts: dict[str, list[str]], need: dict[str, int]) -> list[str]:
-    """The columns in the order a narrow terminal keeps them: the table's ``priority`` (by
-    default its first column, the row's id), then the rest narrowest first (long ids and
-    long numbers go early), then its ``narrow`` ones, then those with one value in every row."""
-    first = [c for c in t.priority if c in t.columns] or t.columns[:1]
-    rest = [c for c in t.columns if c not in first]
-
-    def rank(c: str) -> int:
-        return 2 if constant(texts[c]) else 1 if c in t.narrow else 0
-
-    return first + sorted(rest, key=lambda c: (rank(c), need[c]))
+    """The columns in the order a terminal keeps them: the table's ``priority`` (by default its
+    first column, the row's id), then the rest narrowest first (long ids and long numbers go
+    early), those with one value in every row last; never its ``narrow`` ones."""
+    first = [c for c in t.priority if c in t.columns] or [c for c in t.columns if c not in t.narrow][:1]
+    rest = [c for c in t.columns if c not in first and c not in t.narrow]
+    return first + sorted(rest, key=lambda c: (constant(texts[c]), need[c]))
 
 
 def _fitting(t: Table, texts: dict[str, list[str]], need: dict[str, int], width: int) -> list[str]:
