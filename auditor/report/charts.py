@@ -58,7 +58,7 @@ def _label(x: Any, span: float = 0) -> str:
 
 
 def _fmt(y: float) -> str:
-    return f"{y:,.0f}" if abs(y) >= 10 or y == int(y) else f"{y:.2g}"
+    return f"{y:,.0f}" if abs(y) >= 10 or y == int(y) else f"{y:.3g}"
 
 
 def _tick(y: float) -> str:
