@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from conftest import run_cli, run_json
-from test_reports import DEMO, STORY, on_a_terminal
+from test_reports import STORY, demo, on_a_terminal  # noqa: F401  (demo: the store of every bundled source)
 
 from auditor.analyses.registry import codes
 from auditor.report.render import LEGEND, View, cell, legend, render
@@ -20,14 +20,6 @@ from auditor.report.table import keep_order
 from auditor.result import Finding, Result, Table
 
 VICTIM = STORY["victim"]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    db = tmp_path_factory.mktemp("operator") / "auditor.duckdb"
-    r = run_cli("collect", "--epoch", "403", *DEMO, db=db)
-    assert r.returncode == 0, r.stderr
-    return db
 
 
 def _headings(text: str, title: str) -> str:

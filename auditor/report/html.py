@@ -114,6 +114,14 @@ def _header(lines: list[tuple[str, str]], abbreviations: list[str] = ()) -> str:
             + _legend(list(abbreviations)))
 
 
+def _code_spans(text: str) -> str:
+    """``text`` escaped, its `quoted` commands as code (when the backticks pair up)."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        return escape(text)
+    return "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(parts))
+
+
 def _findings(findings: list[tuple[Finding, str]]) -> str:
     """Each finding links to its evidence block, which links to its analysis's section."""
     if not findings:
@@ -124,7 +132,7 @@ def _findings(findings: list[tuple[Finding, str]]) -> str:
         items.append(f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}</code> '
                      f'{escape(f.subject["kind"])} <code>{escape(str(f.subject["id"]))}</code>{model}: '
                      f'{escape(f.summary)} <a href="#evidence-{i}">evidence</a>'
-                     + (f'<span class="action">next: {escape(f.action)}</span>' if f.action else "") + "</li>")
+                     + (f'<span class="action">next: {_code_spans(f.action)}</span>' if f.action else "") + "</li>")
         evidence = json.dumps(f.evidence, default=json_default, indent=1, ensure_ascii=False)
         blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
                       f'<a href="#{section}">the {escape(section.removeprefix("section-"))} section</a>'
