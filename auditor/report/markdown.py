@@ -49,6 +49,15 @@ def _table(out: io.StringIO, t: Table, depth: int, max_rows: int) -> None:
         out.write(f"\n{md_block(n, PROSE_LIMIT)}\n")
 
 
+def _code_spans(text: str) -> str:
+    """A finding's action: its `quoted` commands as code spans (when the backticks pair up),
+    the rest as any outside text."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0 or len(text) > PROSE_LIMIT:
+        return md(text, PROSE_LIMIT)
+    return "".join(md_code(p) if i % 2 else md(p, None) for i, p in enumerate(parts))
+
+
 def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
     out.write("\n## Findings\n\n")
     if not findings:
@@ -58,7 +67,7 @@ def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
         out.write(f"{i}. **{md(f.severity)}** {md_code(f.code)} {md(f.subject['kind'])} "
                   f"{md_code(f.subject['id'])}{model}: {md(f.summary, PROSE_LIMIT)}\n")
         if f.action:
-            out.write(f"   next: {md(f.action, PROSE_LIMIT)}\n")
+            out.write(f"   next: {_code_spans(f.action)}\n")
         numbers = {k: v for k, v in f.evidence.items() if not isinstance(v, (dict, list))}
         if numbers:
             out.write("   " + ", ".join(f"{md(k)} = {md(cell(v), PROSE_LIMIT)}" for k, v in numbers.items()) + "\n")
