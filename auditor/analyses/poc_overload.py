@@ -632,7 +632,8 @@ def _tables(windows: list[dict], notes: list[str], per_source: str) -> list[Tabl
                               "cf_passes", "peak_inflight", "cap", "episode"], legend=["cf_*"],
                     failing=lambda r: r["verdict"] == "zeroed_by_miss_test" or bool(r["window_flips"]))]
     if esc_rows:
-        tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows))
+        tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows,
+                            priority=["participant", "escrow", "misses", "requests", "misses_by_kind"]))
     return tables
 
 
