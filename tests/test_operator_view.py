@@ -155,3 +155,22 @@ def test_times_to_the_millisecond_in_tables_in_full_in_json():
     assert "2026-09-23 00:03:36.172Z" in render(r, "table") and "36.172913" not in render(r, "table")
     assert "2026-09-23 00:03:36.172Z" in render(r, "md")
     assert "2026-09-23T00:03:36.172913+00:00" in render(r, "json")
+
+
+@pytest.mark.parametrize("host", ["a`b", "`<script>x</script>`", "x|y\n`z", "[l](http://e) *b*", "<b>x</b>"])
+def test_an_action_holding_outside_text_is_data(host):
+    """An action fills in outside text (a host, a model): its quoted commands become code,
+    the rest is escaped as any outside text, in md and html."""
+    from markdown_it import MarkdownIt
+
+    f = Finding("reward_zeroed_miss_test", "error", {"kind": "participant", "id": host}, "zeroed",
+                {"row": {"epoch": 3}})
+    assert "\n" not in f.action
+    r = Result("x", "x", {}, findings=[f], parts=[Result("y", "y", {}, findings=[f])])
+    line = next(x for x in render(r, "md").splitlines() if x.startswith("   next: "))
+    shown = MarkdownIt("commonmark").render(line.strip())
+    assert not re.search(r"<(?!/?(p|code)>)", shown), shown          # no tag but paragraphs and code
+    html = render(r, "html")
+    assert "<script>x" not in html and "<b>x</b>" not in html
+    assert html.count('<span class="action">next: attach <code>auditor epoch 3 --participant ') == (
+        0 if host.count("`") % 2 else 1)             # an odd backtick in a host unpairs the quotes: plain text
