@@ -23,7 +23,7 @@ from .text import html as escape  # the rule for outside text in html
 
 W, H = 560, 260
 MIN_WIDTH = 480                # px: what the html report never shrinks a chart below
-LEFT, RIGHT, TOP, BOTTOM = 70, 14, 12, 56
+LEFT, RIGHT, TOP, BOTTOM = 70, 14, 12, 64
 ROW = 18                       # an hbar chart's row
 TITLE_H = 26                   # the title's band, when the SVG carries its title
 LEGEND_ROW = 18
@@ -201,10 +201,11 @@ def _bars(chart: Chart, y_at, pw: float) -> list[str]:
                        f'height="{y_at(0) - y_at(float(y)):.1f}" fill="{_colour(s, si)}">'
                        f'<title>{escape(str(s["name"]))} {escape(_label(c))}: {_fmt(float(y))}</title></rect>')
     step = max(1, math.ceil(len(cats) / 16))           # category labels, thinned to fit
+    flat = slot >= 8 + 7 * max(len(_label(c)[:18]) for c in cats)     # room to write them level
     for i in range(0, len(cats), step):
-        cx = LEFT + slot * (i + 0.5)
-        out.append(f'<text x="{cx:.1f}" y="{y_at(0) + 12:.1f}" transform="rotate(30 {cx:.1f} {y_at(0) + 12:.1f})" '
-                   f'class="tick">{escape(_label(cats[i])[:18])}</text>')
+        cx, ty = LEFT + slot * (i + 0.5), y_at(0) + (16 if flat else 12)
+        turn = 'text-anchor="middle"' if flat else f'transform="rotate(30 {cx:.1f} {ty:.1f})"'
+        out.append(f'<text x="{cx:.1f}" y="{ty:.1f}" {turn} class="tick">{escape(_label(cats[i])[:18])}</text>')
     return out
 
 
