@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_OK, EXIT_SOURCE
@@ -46,14 +47,29 @@ class CollectReport:
 @dataclass
 class Table:
     """A titled table of rows: what every renderer can show. ``columns`` fixes the order.
-    ``narrow`` lists the columns a terminal table may drop when it is short of width
-    (never json, csv or md)."""
+
+    What a terminal table short of width keeps (never json, csv or md, which keep all):
+    - ``priority``: the columns that matter most, most important first (the row's id, the
+      verdict, the misses, the waste): kept as long as any fit;
+    - ``narrow``: low-value columns, never in the terminal table (unless ``--wide``);
+    - every other column is kept narrowest first, so long ids and 14-digit numbers go
+      first; a column with one value in every row goes before all, and a note says its value.
+    ``legend``: the abbreviations it uses (keys of ``report.render.LEGEND``): each format
+    writes what they stand for under it.
+    ``failing(row)``: True for a row that failed (a verdict other than pass, a spurious
+    remint): coloured in the terminal when colour is on, marked in html."""
 
     title: str
     columns: list[str]
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     narrow: list[str] = field(default_factory=list)
+    priority: list[str] = field(default_factory=list)
+    legend: list[str] = field(default_factory=list)
+    failing: Callable[[dict[str, Any]], bool] | None = None
+
+    def failed(self, row: dict[str, Any]) -> bool:
+        return bool(self.failing and self.failing(row))
 
 
 @dataclass
@@ -61,11 +77,16 @@ class Chart:
     """A picture of some of a result's numbers, for the html report (``report/figures.py``
     draws them from a result's data; never in the JSON: the numbers are in the data).
 
-    - ``kind``: ``bar`` (x values are categories, one group of bars per category) or
-      ``line`` (x values are numbers or times, one polyline per series).
-    - ``series``: ``[{"name": str, "points": [[x, y], ...]}]``.
-    - ``marks``: horizontal reference lines, ``[{"name": str, "y": number}]`` (a cap, a threshold).
+    - ``kind``: ``bar`` (x values are categories, one group of bars per category), ``hbar``
+      (the same on its side: one labelled row per category) or ``line`` (x values are
+      numbers or times, one polyline per series).
+    - ``series``: ``[{"name": str, "points": [[x, y], ...]}]``, optionally ``"colour"``
+      (``"#rrggbb"``: failures red).
+    - ``marks``: reference lines at a value, ``[{"name": str, "y": number}]`` (a cap, a
+      threshold), optionally ``"colour"``.
     - ``events``: vertical markers on a line chart, ``[{"x": ..., "label": str, "class": str}]``.
+    - ``spans``: shaded bands of a line chart, ``[{"from": x, "to": x, "label": str}]`` (the
+      phases of a PoC).
     """
 
     title: str
@@ -75,11 +96,15 @@ class Chart:
     series: list[dict[str, Any]]
     marks: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("bar", "line"):
-            raise ValueError(f"chart kind {self.kind!r} is not bar or line")
+        if self.kind not in ("bar", "hbar", "line"):
+            raise ValueError(f"chart kind {self.kind!r} is not bar, hbar or line")
 
+
+FAIL_COLOUR = "#d62728"        # a chart's failures
+PASS_COLOUR = "#1f77b4"
 
 SEVERITIES = ("info", "warn", "error")                 # in rising order
 
@@ -95,8 +120,10 @@ def subject_kinds() -> tuple[str, ...]:
 @dataclass
 class Finding:
     """One thing an analysis flags: a stable ``code``, a ``severity``, the ``subject`` it is
-    about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary`` and the
-    ``evidence``: the numbers, and the query or rows they came from."""
+    about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary``, the
+    ``evidence``: the numbers, and the query or rows they came from, and the ``action``: one
+    line, the next step. The action is the code's text in the registry (``Code.action``),
+    its placeholders filled from this finding's subject and evidence, unless given."""
 
     code: str
     severity: str
@@ -104,6 +131,7 @@ class Finding:
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
+    action: str | None = None
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -113,6 +141,12 @@ class Finding:
             raise ValueError(f"subject {self.subject!r} needs kind in {kinds} and an id")
         if "\n" in self.summary:
             raise ValueError("a finding's summary is one line")
+        if self.action is None:
+            from .analyses.registry import action_of
+
+            self.action = action_of(self)
+        if self.action is not None and "\n" in self.action:
+            raise ValueError("a finding's action is one line")
 
     @property
     def rank(self) -> int:
@@ -120,7 +154,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "severity": self.severity, "subject": self.subject, "model": self.model,
-                "summary": self.summary, "evidence": self.evidence}
+                "summary": self.summary, "evidence": self.evidence, "action": self.action}
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:
@@ -143,6 +177,7 @@ class Result:
     - ``unavailable``: why the analysis could not run at all (no input), else None.
     - ``header``: labelled key facts shown above the tables.
     - ``parts``: for a report composed of analyses (``auditor epoch N``), their results.
+    - ``legend``: the abbreviations its header uses (as ``Table.legend``).
     """
 
     key: str
@@ -155,6 +190,7 @@ class Result:
     unavailable: str | None = None
     header: list[tuple[str, str]] = field(default_factory=list)
     parts: list["Result"] = field(default_factory=list)     # a composed report's analyses, in order
+    legend: list[str] = field(default_factory=list)
 
     @classmethod
     def missing_input(cls, key: str, title: str, reason: str, sources: list[str]) -> "Result":

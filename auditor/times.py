@@ -28,8 +28,10 @@ def utc(t: Any) -> Any:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
 
 
-def utc_text(t: datetime | None) -> str:
-    """The one written form of a time, ``2026-09-23T00:03:36.172913Z``; '?' when unknown."""
+def utc_text(t: datetime | None, timespec: str = "microseconds") -> str:
+    """The one written form of a time, ``2026-09-23T00:03:36.172913Z``; '?' when unknown.
+    ``timespec`` (as ``datetime.isoformat``) shortens it where people read it: the table,
+    md and html cells show ``milliseconds``; json, csv and sentences keep every digit."""
     if t is None:
         return "?"
-    return utc(t).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utc(t).isoformat(timespec=timespec).replace("+00:00", "Z")

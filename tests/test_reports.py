@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import FIXTURES, ROOT, run_cli
+from conftest import FIXTURES, ROOT, run_cli, run_json
 
 REC = FIXTURES / "chain" / "epoch-403"
 DEMO = ["--replay", str(REC), "--replay", str(FIXTURES / "accounting" / "v5"),
@@ -39,12 +39,14 @@ def demo(tmp_path_factory):
     return db
 
 
-def on_a_terminal(args: list[str], columns: int) -> str:
-    """Run the CLI with stdout on a pseudo-terminal of ``columns`` columns; what it printed."""
+def on_a_terminal(args: list[str], columns: int, colour: bool = False) -> str:
+    """Run the CLI with stdout on a pseudo-terminal of ``columns`` columns; what it printed
+    (with ``colour``: NO_COLOR unset and the escape sequences kept)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES") and not k.startswith("AUDITOR_")}
-    env.update({"NO_COLOR": "1", "TERM": "xterm"})
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")
+           and not k.startswith("AUDITOR_")}
+    env.update({"TERM": "xterm"} if colour else {"NO_COLOR": "1", "TERM": "xterm"})
     p = subprocess.Popen([sys.executable, "-m", "auditor", *args], stdout=slave, stderr=subprocess.DEVNULL,
                          stdin=subprocess.DEVNULL, env=env)
     os.close(slave)
@@ -59,6 +61,8 @@ def on_a_terminal(args: list[str], columns: int) -> str:
         out += chunk
     p.wait(timeout=60)
     os.close(master)
+    if colour:
+        return out.decode("utf-8").replace("\r\n", "\n")
     return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8")).replace("\r\n", "\n")
 
 
@@ -117,6 +121,64 @@ def _browser():
     return pw
 
 
+# every element whose right edge passes the viewport's, outside the boxes that scroll
+OVERFLOW = """() => [...document.querySelectorAll('body *')]
+    .filter(e => !e.closest('.scroll, .chart-box') && e.getBoundingClientRect().right > innerWidth + 0.5)
+    .map(e => e.tagName + '.' + (typeof e.className === 'string' ? e.className : e.className.baseVal))"""
+# per chart: the lowest edge of its data and the highest of its legend (the legend sits under the data)
+LEGEND_PLACE = """s => [Math.max(...[...s.querySelectorAll('.datum, .span')].map(e => e.getBoundingClientRect().bottom)),
+    Math.min(...[...s.querySelectorAll('.legend')].map(e => e.getBoundingClientRect().top))]"""
+
+
+@pytest.mark.parametrize("width", [420, 1400])
+def test_html_report_fits_the_page(demo, tmp_path, width):
+    """At a phone's width and a desktop's, the page never scrolls sideways (tables and charts
+    scroll in their own boxes); chart text stays readable; every chart's legend is under its data."""
+    pw = _browser()
+    out = tmp_path / "report.html"
+    assert run_cli("epoch", "403", "--offline", "--format", "html", "--output", str(out), db=demo).returncode == 0
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(out.as_uri())
+        page.wait_for_load_state("load")
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        over = page.evaluate(OVERFLOW)
+        boxes = page.eval_on_selector_all(".scroll", "bs => bs.map(b => b.scrollWidth > b.clientWidth)")
+        tick_px = page.eval_on_selector_all("svg.chart .tick", "ts => ts.map(t => t.getBoundingClientRect().height)")
+        places = page.eval_on_selector_all("svg.chart", f"ss => ss.map({LEGEND_PLACE})")
+        browser.close()
+    assert widths[0] <= widths[1], (widths, over[:10])
+    assert over == []
+    assert len(boxes) > 5 and (width > 1000 or any(boxes))    # on a phone, wide tables scroll in their box
+    assert min(tick_px) >= 9, min(tick_px)                    # chart text a phone can read
+    assert places and all(data <= legend for data, legend in places), places
+
+
+def test_html_charts_say_what_failed(demo, tmp_path):
+    """The misses chart: missed/allowed per participant, every participant labelled, the two
+    failures red and above 1; the targets: one panel per model; the PoC chart: its phases shaded."""
+    out = tmp_path / "r.html"
+    assert run_cli("epoch", "403", "--offline", "--format", "html", "--output", str(out), db=demo).returncode == 0
+    html = out.read_text(encoding="utf-8")
+    misses = html.split('<section id="section-miss-test">')[1].split("</svg>")[0]
+    tested = [p for p in run_json("misstest", "403", "--offline", "--format", "json", db=demo)["participants"]
+              if p["total"] and p["critical_misses"]]
+    failed = {p["participant"][-8:] for p in tested if p["missed"] > p["critical_misses"]}
+    red = re.findall(r'<rect class="datum"[^>]*fill="#d62728"><title>failed (\w+): ([\d.]+)</title>', misses)
+    assert {label for label, _ in red} == failed and STORY["victim"][-8:] in failed and len(red) == 2, red
+    assert all(float(v) > 1 for _, v in red)
+    labels = set(re.findall(r'class="tick">([0-9a-z]{8})</text>', misses))
+    assert labels == {p["participant"][-8:] for p in tested}               # every participant named
+    targets = html.split('<section id="section-preserved-targets">')[1].split("</section>")[0]
+    models = run_json("targets", "403", "--offline", "--format", "json", db=demo)["preserved_targets"]
+    assert targets.count("<svg") == len(models) > 1
+    assert all(f"<figcaption>{m['model_id']}:" in targets for m in models)
+    poc = html.split('<section id="section-poc-overload">')[1].split("</svg>")[0]
+    assert [t for t in re.findall(r'<rect class="span"[^>]*><title>([^<]+)</title>', poc)] == [
+        "grace", "generation", "validation (from the end of generation)"]
+
+
 def test_html_report_in_a_real_browser(demo, tmp_path):
     pw = _browser()
     out = tmp_path / "report.html"
@@ -144,7 +206,7 @@ def test_html_report_in_a_real_browser(demo, tmp_path):
             shots = Path(os.environ["AUDITOR_SCREENSHOTS"])
             page.goto(out.as_uri())
             page.screenshot(path=shots / "epoch-403-report.png", full_page=False)
-            page.locator("#section-poc-overload svg.chart").first.screenshot(path=shots / "epoch-403-poc-overload.png")
+            page.locator("#section-poc-overload figure.chart").first.screenshot(path=shots / "epoch-403-poc-overload.png")
         browser.close()
     assert errors == []
     assert len(drawn) >= 3 and all(n > 0 for n in drawn), drawn

@@ -369,7 +369,7 @@ def _discrepancy(p: str, n: int, source: str, chain: int, epoch: int, model: str
     return Finding("miss_count_discrepancy", "warn", {"kind": "participant", "id": p},
                    f"sources disagree on its misses: {source} counts {n}, the chain's missed_requests for epoch "
                    f"{epoch} is {chain}; neither is settled until explained",
-                   {"count": n, "count_source": source, "chain_missed_requests": chain,
+                   {"epoch": epoch, "count": n, "count_source": source, "chain_missed_requests": chain,
                     "chain_source": f"chain epoch_performance_summary/{epoch} missed_requests",
                     "possible_causes": ["escrows created in this epoch but settled after it (they count on chain "
                                         "only if settled while the epoch was effective: chain-api.md 12.4)",

@@ -39,7 +39,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, progress: A
             data[part.key] = part.data
     header = _header({p.key: p for p in parts}, settled, complete)
     return Result("epoch", f"epoch {epoch}", data, findings=ranked([f for p in parts for f in p.findings]),
-                  coverage=cov, complete=all(p.complete for p in parts), header=header, parts=parts)
+                  coverage=cov, complete=all(p.complete for p in parts), header=header, parts=parts,
+                  legend=["W_m"] if any(k == "models" for k, _ in header) else [])
 
 
 def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tuple[str, str]]:

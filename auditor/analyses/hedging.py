@@ -607,7 +607,9 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                  "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
                  "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
     t_hosts = Table("Hosts: as primary and as secondary", host_cols, [{c: h[c] for c in host_cols} for h in hosts],
-                    notes=list(notes), narrow=["host", "primary_rescued", "wasted_bytes"])
+                    notes=list(notes), narrow=["host", "primary_rescued", "wasted_bytes"],
+                    priority=["label", "primary_races", "primary_losses", "suppressed_losers", "wasted_seconds",
+                              "loss_rate"])
     shown_beaten, per_primary = [], defaultdict(int)
     for b in beaten_rows:                       # the query orders each primary's rows by races, most first
         per_primary[b["primary_host"]] += 1
@@ -621,21 +623,25 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                      if len(shown_beaten) < len(beaten_rows) else [])
     dec_cols = ["decision", "races", "races_started", "extra_won", "extra_attempts", "extra_wasted",
                 "extra_wasted_share", "primaries_suppressed", "rescues", "wasted_seconds"]
-    t_dec = Table("Per decision reason", dec_cols, [{c: d[c] for c in dec_cols} for d in decisions])
+    t_dec = Table("Per decision reason", dec_cols, [{c: d[c] for c in dec_cols} for d in decisions],
+                  priority=["decision", "races", "extra_wasted", "wasted_seconds", "extra_won"])
     tot_cols = ["hour", "races", "attempts", "attempts_per_request", "hedged_races", "rescues", "suppressed_losers",
                 "attempt_seconds", "wasted_seconds", "wasted_seconds_share", "output_bytes", "wasted_bytes",
                 "wasted_bytes_share", "wasted_tokens_share"]
     tot_rows = [{**{c: totals.get(c) for c in tot_cols}, "hour": "range"}] + \
                [{c: r.get(c) for c in tot_cols} for r in per_hour]
     t_tot = Table("Totals over the range and per hour", tot_cols, tot_rows,
-                  notes=[f"time resolution of the lines: {totals['time_resolution']}"])
+                  notes=[f"time resolution of the lines: {totals['time_resolution']}"],
+                  priority=["hour", "races", "wasted_seconds", "wasted_seconds_share", "suppressed_losers"])
     t_pred = Table("Predictability of losses (before dispatch)",
                    ["label", "losses", "with_prediction", "predictable", "predictable_share"], pred["hosts"],
+                   priority=["label", "predictable", "losses", "predictable_share"],
                    notes=[pred["rule"], f"prediction right in {pred['prediction_right']} of {pred['evaluable_races']} "
                                         "evaluable hedged races"])
     cf_cols = ["remedy", "races", "attempts_saved", "attempt_seconds_saved", "output_bytes_saved", "latency_worse",
                "latency_added_seconds", "latency_better", "latency_saved_seconds", "latency_unknown", "would_fail"]
     t_cf = Table("Counterfactuals of the remedies", cf_cols, [{c: s[c] for c in cf_cols} for s in cfs],
+                 priority=["remedy", "attempt_seconds_saved", "attempts_saved", "latency_added_seconds", "would_fail"],
                  notes=[f"{s['remedy']}: {s['applies_to']}; " + "; ".join(s["assumptions"]) for s in cfs]
                  + ["thresholds: " + ", ".join(f"{k}={v}" for k, v in thresholds().items())])
     top = sorted(races, key=lambda r: -sum((a["wasted_ms"] or 0) for a in r["attempts"]))[:RACE_TABLE_ROWS]
@@ -652,10 +658,12 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
     t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {len(races)}; all in --format json)",
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
-                    notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"])
+                    notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"],
+                    priority=["time", "wasted_seconds", "wasted_bytes", "winner", "decision", "attempts"])
     t_unresp = Table("primary_unresponsive false positives (#2103)",
                      ["request", "time", "primary_host", "receipt_ms", "ttft_ms", "winner", "winner_host"],
                      unresp["examples"],
+                     priority=["time", "primary_host", "receipt_ms", "ttft_ms", "winner"],
                      notes=[f"{unresp['false_positives']} of {unresp['decisions']} decisions; {unresp['rule']}"])
     return [t_hosts, t_beaten, t_dec, t_tot, t_pred, t_cf, t_unresp, t_races]
 

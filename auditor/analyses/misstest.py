@@ -348,7 +348,7 @@ def run(store: Any, epoch: int, options: Options | None = None, *, ctx: Run | No
     data = _data(mt, epoch, assessed, counts, notes)
     coverage = {"sources": ["chain"], "missing": [], "unknown": list(mt.unknown)}
     return Result(KEY, TITLE, data, [_table(assessed, notes)], findings, coverage,
-                  header=_header(mt, epoch, assessed, counts))
+                  header=_header(mt, epoch, assessed, counts), legend=["T / M / n_used"])
 
 
 def _of_participant(mt: MissTestFacts, participant: str | None, epoch: int, notes: list[str]) -> list[dict]:
@@ -402,7 +402,9 @@ def _table(assessed: list[dict], notes: list[str]) -> Table:
     for tr, a in zip(table_rows, assessed):
         if a["discrepancy"]:
             tr["reason"] = f"{a['reason']}; DISCREPANCY: {a['discrepancy']}"
-    return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes))
+    return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes),
+                 priority=["participant", "verdict", "missed", "critical_misses", "total", "reason"], legend=["(table)"],
+                 failing=lambda r: r["passed"] is False)
 
 
 def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[str, int]) -> list[tuple[str, str]]:
@@ -453,17 +455,24 @@ class MissTestResult:
 
 
 def charts(result: Result) -> list:
-    """Each participant's misses against the most the test allowed it (table path)."""
-    from ..result import Chart
+    """Each participant's misses as a share of the most the test allowed it (table path),
+    one labelled row each, highest first: above 1 it failed (red)."""
+    from ..result import FAIL_COLOUR, PASS_COLOUR, Chart
     from .frame import chart_label as _label
 
-    tested = [p for p in MissTestResult.of(result).participants if p.total and p.critical_misses is not None]
+    tested = sorted((p for p in MissTestResult.of(result).participants if p.total and p.critical_misses),
+                    key=lambda p: -p.missed / p.critical_misses)
     if not tested:
         return []
-    return [Chart("Misses against the miss test's threshold", "bar", "participant (last 8 characters)",
-                  "requests",
-                  [{"name": "missed", "points": [[_label(p.participant), p.missed] for p in tested]},
-                   {"name": "most allowed", "points": [[_label(p.participant), p.critical_misses] for p in tested]}])]
+    failed = [p for p in tested if p.missed > p.critical_misses]
+    passed = [p for p in tested if p.missed <= p.critical_misses]
+    return [Chart("Misses / most allowed, per participant (above 1: the test failed)", "hbar",
+                  "participant (last 8 characters)", "missed / most allowed",
+                  [{"name": "failed", "colour": FAIL_COLOUR,
+                    "points": [[_label(p.participant), p.missed / p.critical_misses] for p in failed]},
+                   {"name": "within the allowance", "colour": PASS_COLOUR,
+                    "points": [[_label(p.participant), p.missed / p.critical_misses] for p in passed]}],
+                  marks=[{"name": "allowed", "y": 1}])]
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:

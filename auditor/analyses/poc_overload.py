@@ -200,7 +200,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
             "cap_rule": "max(1, floor(weight x per_10000 / 10000))",
             "events": [{"episode": e["episode"], "trigger_height": e["trigger_height"], "gen_end": e["gen_end"],
                         "val_end": e["val_end"], "start": e["trigger_time"],
-                        "gen_end_time": e["gen_end_time"], "end": e["val_end_time"]}
+                        "gen_end_time": e["gen_end_time"], "end": e["val_end_time"],
+                        "gen_start_time": e.get("gen_start_time")}
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
@@ -443,7 +444,7 @@ def _percentile(values: Sequence[int], q: float) -> int | None:
 def _base_window(ev: Mapping[str, Any], h: Mapping[str, Any], per_10000: float) -> dict:
     weight = None if h["weight"] is None else int(h["weight"])
     total = None if h["model_total_weight"] is None else int(h["model_total_weight"])
-    return {"episode": ev["episode"], "event_sequence": ev["event_sequence"],
+    return {"episode": ev["episode"], "event_sequence": ev["event_sequence"], "epoch": ev.get("epoch_index"),
             "participant": h["participant"], "model": h["model_id"],
             "weight": weight, "model_weight": total,
             "share": None if weight is None or not total else round(weight / total, 6),
@@ -553,7 +554,7 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
                f"{peak} in flight against a cap of {cap} and {took}"
                + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else ""))
     evidence = {
-        "episode": entry["episode"], "window": entry["window"], "weight": entry["weight"],
+        "epoch": entry["epoch"], "episode": entry["episode"], "window": entry["window"], "weight": entry["weight"],
         "model_weight": entry["model_weight"], "share": entry["share"], "cap": cap,
         "peak_inflight": peak, "peak_at": entry.get("peak_at"),
         "requests": entry["requests"], "requests_per_minute": entry["requests_per_minute"],
@@ -618,7 +619,7 @@ def _accounting_findings(run_: Run, windows: list[dict], inp: _Inputs, notes: li
                    + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else
                       f"; {share_of_chain:.0%} of its {chain} misses on chain"))
         out.append(Finding("poc_overload", severity, {"kind": "participant", "id": p}, summary, {
-            "basis": cpoc.ACCOUNTING_BASIS, "episodes": he["episodes"],
+            "epoch": run_.epoch, "basis": cpoc.ACCOUNTING_BASIS, "episodes": he["episodes"],
             "weight": w["weight"], "model_weight": w["model_weight"], "share": w["share"], "cap": w["cap"],
             "misses": n, "misses_by_kind": acct["misses_by_kind"],
             "other_slots_ghosts": dict(sorted(ghosts.items())),
@@ -698,7 +699,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
         })
     t_notes = [f"cap = max(1, floor(weight x per_10000 / 10000)); per_10000: {per_source}.",
                "unknown = no gateway evidence for that window or model (never zero load).",
-               "cf_* = the window replayed with the cap (see --format json for the assumptions)."]
+               "--format json has the counterfactual's assumptions."]
     if any(r["misses_from"] and r["misses_from"].startswith("accounting") for r in rows):
         t_notes.append("misses from accounting: " + cpoc.ACCOUNTING_BASIS + "; without a log, "
                        + ", ".join(cpoc.UNKNOWN_WITHOUT_LOG) + " stay unknown.")
@@ -713,10 +714,14 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
                              "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items()),
                              "slot_list_from": e["slot_list_source"]})
     tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
-                    narrow=["share", "rpm_before", "window_flips", "evidence", "structural_risk", "misses_from"])]
+                    narrow=["share", "rpm_before", "evidence", "structural_risk", "misses_from"],
+                    priority=["participant", "verdict", "misses", "requests", "window_flips", "cf_misses",
+                              "cf_passes", "peak_inflight", "cap", "episode"], legend=["cf_*"],
+                    failing=lambda r: r["verdict"] == "zeroed_by_miss_test" or bool(r["window_flips"]))]
     acct_rows = _accounting_escrow_rows(windows)
     if esc_rows:
-        tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows))
+        tables.append(Table("Per escrow in the window", list(esc_rows[0].keys()), esc_rows,
+                            priority=["participant", "escrow", "misses", "requests", "misses_by_kind"]))
     if acct_rows:
         tables.append(Table("Per escrow, accounting API (dispatch phase confirmation_poc)", list(acct_rows[0].keys()),
                             acct_rows, [cpoc.ACCOUNTING_BASIS + "."]))
@@ -755,6 +760,7 @@ def charts(result: Result) -> list:
     from ..result import Chart
     from .frame import chart_label, chart_time
 
+    events = {e["episode"]: e for e in result.data["events"]}
     out = []
     for w in result.data["windows"]:
         series = w.get("inflight_series")           # only windows with gateway evidence have one
@@ -765,8 +771,22 @@ def charts(result: Result) -> list:
         out.append(Chart(f"{w['episode']}: {chart_label(w['participant'])} ({w['model']}) in flight against its cap",
                          "line", "time (UTC)", "requests in flight",
                          [{"name": f"in flight (max per {step} s)", "points": points}],
-                         marks=[{"name": "cap", "y": w["cap"]}]))
+                         marks=[{"name": "cap", "y": w["cap"]}], spans=_phases(events.get(w["episode"]))))
     return out
+
+
+def _phases(event: dict | None) -> list[dict]:
+    """The shaded phases of a cPoC window: grace (trigger to generation start), generation,
+    then validation (from the end of generation: the exchange and the validation delay too);
+    a phase whose block time was not collected is not drawn."""
+    from .frame import chart_time
+
+    if event is None:
+        return []
+    edges = [event.get(k) for k in ("start", "gen_start_time", "gen_end_time", "end")]
+    names = ["grace", "generation", "validation (from the end of generation)"]
+    return [{"from": chart_time(a), "to": chart_time(b), "label": n}
+            for n, a, b in zip(names, edges, edges[1:]) if a not in (None, "?") and b not in (None, "?")]
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:

@@ -24,7 +24,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     tables = [
         Table("Preserved weight by episode and model",
               ["episode", "anchor_height", "model_id", "participants", "nodes", "achieved_weight",
-               "target_weight", "w_m", "achieved_share"], summary, by_model_notes),
+               "target_weight", "w_m", "achieved_share"], summary, by_model_notes,
+              priority=["episode", "model_id", "achieved_weight", "target_weight"]),
     ]
     if participant:
         tables.append(Table(f"Preserved nodes of {participant}",

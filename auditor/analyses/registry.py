@@ -30,12 +30,21 @@ BASE_SUBJECT_KINDS = ("participant", "escrow", "model", "host_pair")
 
 @dataclass(frozen=True)
 class Code:
-    """A finding code: its severities (most usual first), the kind of its subject, what it means."""
+    """A finding code: its severities (most usual first), the kind of its subject, what it
+    means, and ``action``: the next step, one line, each finding's own (``action_of``).
+
+    ``action`` is a template: ``{subject}``, ``{model}`` and any number of the finding's
+    evidence (or of its evidence's ``row``: ``{epoch}``) are filled in; a placeholder the
+    finding lacks stays a word to replace (``N`` for the epoch, ``…`` else). ``when`` adds
+    a clause, ``(evidence key, template)``, for a finding whose evidence has that key set
+    (neither null, nor zero, nor empty)."""
 
     code: str
     severity: tuple[str, ...]
     subject: str
     meaning: str
+    action: str = ""
+    when: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,9 +143,14 @@ Example:
   auditor misstest 433 --offline --participant gonka1... --fail-on error"""),
         codes=(Code("reward_zeroed_miss_test", ("error",), "participant",
                     "the miss test zeroed the epoch reward; in the epoch report with the misses the evidence "
-                    "places in cPoC windows"),
+                    "places in cPoC windows",
+                    "attach `auditor epoch {epoch} --participant {subject} --format md` to an issue in gonka-ai/gonka",
+                    when=(("misses_in_cpoc_windows", "; the evidence places {misses_in_cpoc_windows} misses "
+                           "in its cPoC windows, a known gateway problem (#2107)"),)),
                Code("miss_test_discrepancy", ("warn",), "participant",
-                    "the recomputed test fails but the chain paid")),
+                    "the recomputed test fails but the chain paid",
+                    "compare the chain's binom_test_p0 and counts with `auditor misstest {epoch} --participant "
+                    "{subject} --format json`; a difference there is worth an issue in gonka-ai/gonka")),
         metrics=(Metric("auditor_miss_test_passed", ("participant",),
                         "1 when the recomputed miss test passed and the chain paid the reward, else 0",
                         "1 passed and paid; 0 failed, or paid 0 for another reason (an excluded host)"),
@@ -169,10 +183,16 @@ Example:
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
                     "without a log, its misses in dispatch phase `confirmation_poc` by the accounting API, a large "
-                    "share of its misses; error when they flip its miss test"),
+                    "share of its misses; error when they flip its miss test",
+                    "attach `auditor poc-overload {epoch} --participant {subject} --format md` (its capped "
+                    "counterfactual) to an issue in gonka-ai/gonka; preserved-host pile-ups in cPoC are #2107",
+                    when=(("window_flips_verdict", "; the window's misses alone flipped its miss test"),)),
                Code("miss_count_discrepancy", ("warn",), "participant",
                     "a gateway's accounting, or the logs in one cPoC window, count more misses for a participant "
-                    "than the chain's `missed_requests` for the whole epoch")),
+                    "than the chain's `missed_requests` for the whole epoch",
+                    "neither count is settled truth: compare `auditor poc-overload {epoch} --participant {subject} "
+                    "--format json` (both numbers and their sources) and ask the gateway operator which escrows "
+                    "the extra misses are on")),
         metrics=(Metric("auditor_poc_overload_peak_inflight", ("participant", "model", "episode"),
                         "Peak in-flight requests of a preserved host in a cPoC window",
                         "a preserved host's peak in flight in a cPoC window"),
@@ -196,7 +216,11 @@ Example:
         options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
                     "an episode preserved less weight than the model's demand; warn when its hosts then took "
-                    "misses"),),
+                    "misses",
+                    "compare {model}'s poc_slot_allocation with the suggested target in `auditor targets {epoch} "
+                    "--format md`; a governance proposal can raise it",
+                    when=(("misses_in_window", "; its preserved hosts took {misses_in_window} misses in the "
+                           "window"),)),),
         metrics=(Metric("auditor_preserved_target_gap_weight", ("model",),
                         "Suggested preserved target minus the chain's", "suggested preserved target minus the chain's"),),
         charts=True),
@@ -217,12 +241,18 @@ Example:
         sources=("gateway_log", "chain"),
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
-                    "completion as suppressed losers"),
+                    "completion as suppressed losers",
+                    "add `auditor hedging {epoch} --format md` (the hosts that beat {subject}, the remedies' "
+                    "savings) to gonka-ai/gonka #2105, the known suppressed-loser waste"),
                Code("hedge_predictable_loss", ("warn",), "participant",
                     "most of a host's losses as primary were predictable before dispatch from the gateway's "
-                    "own perf window"),
+                    "own perf window",
+                    "add it to gonka-ai/gonka #2105: the gateway's own perf window predicted {predictable} of "
+                    "these losses, so sending the primary to the faster host would have avoided them"),
                Code("primary_unresponsive_false_positive", ("warn",), "participant",
-                    "`primary_unresponsive` fired on a host whose primary then finished normally (#2103)")),
+                    "`primary_unresponsive` fired on a host whose primary then finished normally (#2103)",
+                    "add its {false_positives} false firing(s) (examples in the evidence) to gonka-ai/gonka "
+                    "#2103, the known `primary_unresponsive` problem")),
         metrics=(Metric("auditor_wasted_attempt_seconds", ("host",), "Attempt-seconds of suppressed losers",
                         "attempt-seconds of suppressed losers"),),
         charts=True),
@@ -244,9 +274,13 @@ Example:
         options="RemintOptions", sources=("chain", "accounting", "gateway_log"),
         codes=(Code("spurious_remint", ("warn",), "escrow",
                     "a healthy escrow retired and replaced because one request's reservation exceeded its "
-                    "balance"),
+                    "balance",
+                    "attach `auditor remints {epoch} --format md` to an issue in gonka-ai/gonka citing #1799: "
+                    "one request larger than the balance retired escrow {subject}"),
                Code("mint_peak", ("warn",), "model",
-                    "more regular mints than rotation explains within the peak window")),
+                    "more regular mints than rotation explains within the peak window",
+                    "look for the cause of the {rest} unexplained mint(s) of {model} in the gateway's logs "
+                    "from {start} to {end}")),
         metrics=(Metric("auditor_remint_deactivations", ("classification",), "Escrow deactivations by classification",
                         "escrow deactivations by class"),),
         charts=True),
@@ -293,7 +327,9 @@ Example:
     options="WatchOptions", sources=("chain", "accounting", "host"),
     codes=(Code("miss_test_at_risk", ("warn", "error"), "participant",
                 "the running epoch's miss test: error when today's counts already fail it, warn when the "
-                "projection to the epoch's end fails or leaves a margin under --margin-share of the allowance"),),
+                "projection to the epoch's end fails or leaves a margin under --margin-share of the allowance",
+                "check the host's failing requests now (its node's logs, `auditor watch --once --participant "
+                "{subject} --format md`); the misses not yet on chain are in the gateway's accounting"),),
     metrics=(Metric("auditor_miss_test_margin", ("participant",),
                     "Misses a participant can still take at the projected end of the running epoch",
                     "`auditor watch`: misses it can still take at the projected end of the running epoch"),
@@ -325,6 +361,30 @@ def commands() -> list[Analysis]:
 
 def codes() -> dict[str, Code]:
     return {c.code: c for a in _records() for c in a.codes}
+
+
+class _Facts(dict):
+    """What an action's placeholders are filled from; one it lacks stays a word to replace."""
+
+    def __missing__(self, key: str) -> str:
+        return "N" if key == "epoch" else "…"
+
+
+def action_of(finding: Any) -> str | None:
+    """The finding's next step: its code's ``action`` with the finding's specifics (``Code``);
+    None for a code the registry does not declare."""
+    code = codes().get(finding.code)
+    if code is None or not code.action:
+        return None
+    ev = finding.evidence or {}
+    row = ev.get("row") if isinstance(ev.get("row"), dict) else {}
+    facts = _Facts({k: v for k, v in {**row, **ev}.items() if v is not None and not isinstance(v, (dict, list))})
+    facts.update(subject=finding.subject.get("id"), model=finding.model or "…")
+    text = code.action.format_map(facts)
+    for key, clause in code.when:
+        if ev.get(key) not in (None, 0, False, "", [], {}):
+            text += clause.format_map(facts)
+    return " ".join(text.split())            # one line, whatever the evidence held
 
 
 def subject_kinds() -> tuple[str, ...]:
@@ -367,8 +427,21 @@ def commands_table() -> list[str]:
 
 def codes_table(keys: Iterable[str] | None = None, *, exclude: Iterable[str] = ()) -> list[str]:
     chosen = [a for a in _records() if (keys is None or a.key in keys) and a.key not in set(exclude)]
-    return ["| code | severity | subject | meaning |", "|---|---|---|---|",
-            *(_row(f"`{c.code}`", " / ".join(c.severity), c.subject, c.meaning) for a in chosen for c in a.codes)]
+    return ["| code | severity | subject | meaning | next step (the finding's `action`) |", "|---|---|---|---|---|",
+            *(_row(f"`{c.code}`", " / ".join(c.severity), c.subject, c.meaning, _action_text(c))
+              for a in chosen for c in a.codes)]
+
+
+class _Names(dict):
+    def __missing__(self, key: str) -> str:
+        return key.upper()
+
+
+def _action_text(code: Code) -> str:
+    """A code's action as the README shows it: its placeholders as NAMES, each clause in brackets."""
+    names = _Names(epoch="N")
+    text = code.action.format_map(names) + "".join(f" [{c.format_map(names).lstrip('; ')}]" for _, c in code.when)
+    return text.replace("|", "\\|")
 
 
 def metrics_table() -> list[str]:

@@ -825,7 +825,9 @@ def _tables(deacts, mints, peaks, costs, notes) -> list[Table]:
                (d.get("summary", "") + "; missing: " + "; ".join(d["missing"]))} for d in deacts]
     t1 = Table("Deactivations", ["escrow", "model", "classification", "trigger", "reason", "at", "balance",
                                  "reservation", "replacement", "to replacement s", "why"], d_rows, list(notes),
-               narrow=["trigger", "reason", "reservation"])
+               narrow=["trigger", "reason", "reservation"],
+               priority=["escrow", "classification", "model", "at", "why"],
+               failing=lambda r: r["classification"] == "spurious")
     m_rows = [{"model": m["model"], "hour": h["hour"], "mints": h["mints"],
                "causes": ", ".join(f"{k} {v}" for k, v in sorted(h["by_cause"].items()))}
               for m in mints for h in m["by_hour"]]

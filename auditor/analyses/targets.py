@@ -482,29 +482,34 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
     return [Table("Preserved-weight targets per model", list(t1[0].keys()) if t1 else [], t1,
                   notes + ["plan_* = largest-first fill of the suggested target; chain_* = the chain's "
                            "smallest-first selection simulated on the same node weights."],
-                  narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"]),
+                  narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"],
+                  priority=["model_id", "gap", "demand_weight", "suggested_target", "allocation_target",
+                            "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0),
+                  legend=["W_m", "D_m"]),
             Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
                   [gov["note"]])]
 
 
 # -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
 def charts(result: Result) -> list:
-    """Per model: the weight preserved in each episode against the chain's target and the
-    suggested one."""
-    from ..result import Chart
+    """One panel per model (their weights are not comparable): the weight preserved in each
+    episode, red when below the demand weight, against the chain's target and the suggested one."""
+    from ..result import FAIL_COLOUR, PASS_COLOUR, Chart
 
-    models = result.data["preserved_targets"]
-    if not models:
-        return []
-    name = {m["model_id"]: m["model_id"].split("/")[-1] for m in models}
-    episodes = list(dict.fromkeys(e["episode"] for m in models for e in m["episodes"]))
-    series = [{"name": f"preserved {ep}", "points": [[name[m["model_id"]], e["preserved_weight"]]
-                                                    for m in models for e in m["episodes"] if e["episode"] == ep]}
-              for ep in episodes]
-    series.append({"name": "chain target", "points": [[name[m["model_id"]], m["allocation_target"]] for m in models]})
-    series.append({"name": "suggested target", "points": [[name[m["model_id"]], m["suggested_target"]]
-                                                          for m in models]})
-    return [Chart("Preserved weight against the targets", "bar", "model", "weight", series)]
+    out = []
+    for m in result.data["preserved_targets"]:
+        d_m = m["demand_weight"]
+        eps = [e for e in m["episodes"] if e["preserved_weight"] is not None]
+        short = [[e["episode"], e["preserved_weight"]] for e in eps if d_m is not None and e["preserved_weight"] < d_m]
+        enough = [[e["episode"], e["preserved_weight"]] for e in eps if d_m is None or e["preserved_weight"] >= d_m]
+        marks = [{"name": "chain target", "y": m["allocation_target"], "colour": "#555555"},
+                 {"name": "suggested", "y": m["suggested_target"], "colour": FAIL_COLOUR}]
+        out.append(Chart(f"{m['model_id']}: preserved weight per episode against the targets", "bar", "episode",
+                         "weight", [{"name": "preserved, below the demand weight", "colour": FAIL_COLOUR,
+                                     "points": short},
+                                    {"name": "preserved", "colour": PASS_COLOUR, "points": enough}],
+                         marks=[k for k in marks if k["y"] is not None]))
+    return out
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:

@@ -12,12 +12,21 @@ import json
 
 from ..result import Finding, Result, Table, ranked
 from . import figures
-from .charts import to_svg
-from .render import View, cell, json_default, numeric
+from .charts import MIN_WIDTH, to_svg
+from .render import View, cell, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+*,*::before,*::after{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%;margin:.6em 0}.scroll>table{margin:0}
+figure.chart{margin:1em 0}figure.chart figcaption{font-weight:600;font-size:13px}
+.chart-box{overflow-x:auto;max-width:100%}.chart-box svg.chart{min-width:MIN_WIDTHpx;max-width:900px}
+td,th{overflow-wrap:normal}td.prose{min-width:16em;max-width:40em;overflow-wrap:anywhere}
+tr.fail td{background:#fdecea}tr.fail td:first-child{box-shadow:inset 3px 0 #b00020}
+.action{display:block;color:#333;margin-left:1em}.legend-note{color:#555;font-size:12px;margin:.2em 0}
+pre{overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
+dl.header dd{margin:0;min-width:0}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}h3{margin-top:1.4em}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}
@@ -26,12 +35,12 @@ th.sorted-asc::after{content:" \\25B2"}th.sorted-desc::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .sev-error{color:#b00020;font-weight:600}.sev-warn{color:#a15c00;font-weight:600}.sev-info{color:#555}
 .note{color:#555;margin:.2em 0}.evidence{background:#fafafa;border:1px solid #eee;padding:.4em .8em;margin:.3em 0 1em}
-dl.header{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dl.header dt{font-weight:600}
-svg.chart{max-width:100%;height:auto;border:1px solid #eee;margin:.6em 0;background:#fff}
-svg .grid{stroke:#eee}svg .tick,svg .legend{font-size:10px;fill:#444}svg .axis{font-size:11px;fill:#333}
-svg .chart-title{font-size:13px;font-weight:600;fill:#222}svg .mark{stroke:#b00020;stroke-dasharray:5 3}
-svg .mark-label{font-size:10px;fill:#b00020}code{background:#f4f4f4;padding:0 .2em}
-"""
+dl.header{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.1em 1em}dl.header dt{font-weight:600}
+svg.chart{width:100%;height:auto;border:1px solid #eee;margin:.6em 0;background:#fff;display:block}
+svg .grid{stroke:#eee}svg .tick,svg .legend{font-size:12px;fill:#444}svg .axis{font-size:13px;fill:#333}
+svg .chart-title{font-size:14px;font-weight:600;fill:#222}svg .mark{stroke-width:1.5;stroke-dasharray:5 3}
+svg .mark-label{font-size:12px}code{background:#f4f4f4;padding:0 .2em}
+""".replace("MIN_WIDTH", str(MIN_WIDTH))
 
 # click a heading to sort its table (numbers as numbers, the em dash of unknown last)
 SCRIPT = """
@@ -67,13 +76,15 @@ def _slug(text: str) -> str:
 
 
 def _table(t: Table, section_title: str = "") -> str:
+    """A table in a box of its own that scrolls sideways (the page never does); failing rows
+    marked; its notes, then the legend of the abbreviations it uses."""
     out = [f"<h3>{escape(t.title)}</h3>" if t.title != section_title else ""]
     if not t.rows:
         out.append('<p class="note">none</p>')
     else:
         nums = {c for c in t.columns if numeric(t, c)}
-        out.append('<table class="sortable"><thead><tr>' + "".join(f"<th>{escape(c)}</th>" for c in t.columns)
-                   + "</tr></thead><tbody>")
+        out.append('<div class="scroll"><table class="sortable"><thead><tr>'
+                   + "".join(f"<th>{escape(c)}</th>" for c in t.columns) + "</tr></thead><tbody>")
         for r in t.rows:
             cells = []
             for c in t.columns:
@@ -83,17 +94,32 @@ def _table(t: Table, section_title: str = "") -> str:
                     cells.append(f'<td class="num" data-sort="{escape(key)}">{escape(cell(v))}</td>')
                 else:
                     unknown = ' data-sort=""' if v is None else ""       # sorts last
-                    cells.append(f"<td{unknown}>{escape(cell(v))}</td>")
-            out.append("<tr>" + "".join(cells) + "</tr>")
-        out.append("</tbody></table>")
+                    prose = ' class="prose"' if isinstance(v, str) and len(v) > 40 else ""
+                    cells.append(f"<td{unknown}{prose}>{escape(cell(v))}</td>")
+            out.append(("<tr class=\"fail\">" if t.failed(r) else "<tr>") + "".join(cells) + "</tr>")
+        out.append("</tbody></table></div>")
     out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
+    out.append(_legend(t.legend))
     return "".join(out)
 
 
-def _header(lines: list[tuple[str, str]]) -> str:
+def _legend(abbreviations: list[str]) -> str:
+    return "".join(f'<p class="legend-note">{escape(line)}</p>' for line in legend(abbreviations))
+
+
+def _header(lines: list[tuple[str, str]], abbreviations: list[str] = ()) -> str:
     if not lines:
         return ""
-    return '<dl class="header">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in lines) + "</dl>"
+    return ('<dl class="header">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in lines) + "</dl>"
+            + _legend(list(abbreviations)))
+
+
+def _code_spans(text: str) -> str:
+    """``text`` escaped, its `quoted` commands as code (when the backticks pair up)."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        return escape(text)
+    return "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
 def _findings(findings: list[tuple[Finding, str]]) -> str:
@@ -105,7 +131,8 @@ def _findings(findings: list[tuple[Finding, str]]) -> str:
         model = f" ({escape(f.model)})" if f.model and f.model != f.subject["id"] else ""
         items.append(f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}</code> '
                      f'{escape(f.subject["kind"])} <code>{escape(str(f.subject["id"]))}</code>{model}: '
-                     f'{escape(f.summary)} <a href="#evidence-{i}">evidence</a></li>')
+                     f'{escape(f.summary)} <a href="#evidence-{i}">evidence</a>'
+                     + (f'<span class="action">next: {_code_spans(f.action)}</span>' if f.action else "") + "</li>")
         evidence = json.dumps(f.evidence, default=json_default, indent=1, ensure_ascii=False)
         blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
                       f'<a href="#{section}">the {escape(section.removeprefix("section-"))} section</a>'
@@ -115,8 +142,9 @@ def _findings(findings: list[tuple[Finding, str]]) -> str:
 
 
 def _section(r: Result) -> str:
-    out = [f'<section id="section-{_slug(r.key)}"><h2>{escape(r.title)}</h2>', _header(r.header)]
-    out += [to_svg(c) for c in figures.charts(r)]
+    out = [f'<section id="section-{_slug(r.key)}"><h2>{escape(r.title)}</h2>', _header(r.header, r.legend)]
+    out += [f'<figure class="chart"><figcaption>{escape(c.title)}</figcaption>'
+            f'<div class="chart-box">{to_svg(c, titled=False)}</div></figure>' for c in figures.charts(r)]
     out += [_table(t, r.title) for t in r.tables]
     out.append("</section>")
     return "".join(out)
@@ -126,7 +154,7 @@ def to_html(result: Result, view: View = View()) -> str:
     parts = result.parts or [result]
     owner = {id(f): f"section-{_slug(p.key)}" for p in parts for f in p.findings}
     findings = [(f, owner.get(id(f), f"section-{_slug(result.key)}")) for f in ranked(result.findings)]
-    body = [f"<h1>{escape(result.title)}</h1>", _header(result.header) if result.parts else "",
+    body = [f"<h1>{escape(result.title)}</h1>", _header(result.header, result.legend) if result.parts else "",
             _findings(findings)]
     body += [_section(p) for p in parts]
     if view.command:

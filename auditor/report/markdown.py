@@ -49,6 +49,15 @@ def _table(out: io.StringIO, t: Table, depth: int, max_rows: int) -> None:
         out.write(f"\n{md_block(n, PROSE_LIMIT)}\n")
 
 
+def _code_spans(text: str) -> str:
+    """A finding's action: its `quoted` commands as code spans (when the backticks pair up),
+    the rest as any outside text."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0 or len(text) > PROSE_LIMIT:
+        return md(text, PROSE_LIMIT)
+    return "".join(md_code(p) if i % 2 else md(p, None) for i, p in enumerate(parts))
+
+
 def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
     out.write("\n## Findings\n\n")
     if not findings:
@@ -57,6 +66,8 @@ def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
         model = f" ({md(f.model)})" if f.model and f.model != f.subject["id"] else ""
         out.write(f"{i}. **{md(f.severity)}** {md_code(f.code)} {md(f.subject['kind'])} "
                   f"{md_code(f.subject['id'])}{model}: {md(f.summary, PROSE_LIMIT)}\n")
+        if f.action:
+            out.write(f"   next: {_code_spans(f.action)}\n")
         numbers = {k: v for k, v in f.evidence.items() if not isinstance(v, (dict, list))}
         if numbers:
             out.write("   " + ", ".join(f"{md(k)} = {md(cell(v), PROSE_LIMIT)}" for k, v in numbers.items()) + "\n")
@@ -97,6 +108,8 @@ def _markdown(result: Result, view: View, max_rows: int) -> str:
             out.writelines(f"- **{md(k)}**: {md(v, PROSE_LIMIT)}\n" for k, v in item)
         elif kind == "findings":
             _findings(out, item, max_rows)
+        elif kind == "legend":
+            out.write("\n" + "".join(f"_{md(line, PROSE_LIMIT)}_  \n" for line in item))
         else:
             _table(out, item, depth, max_rows)
     caveats = _caveats(result)

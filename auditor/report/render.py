@@ -96,7 +96,7 @@ def cell(v: Any) -> str:
     if isinstance(v, Decimal):
         return format(v.normalize(), "f") if v == v else "NaN"
     if isinstance(v, datetime):
-        return utc_text(v)
+        return utc_text(v, "milliseconds")          # json keeps every digit
     if isinstance(v, (list, tuple)):
         return ", ".join(cell(x) for x in v)
     return str(v)
@@ -110,28 +110,63 @@ def numeric(t: Table, col: str) -> bool:
 def findings_table(findings: list[Finding]) -> Table:
     """The findings as rows: what table, markdown and csv show of them."""
     rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
-             "model": f.model, "summary": f.summary} for f in ranked(findings)]
-    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary"], rows,
-                 narrow=["kind", "model"])
+             "model": f.model, "summary": f.summary, "action": f.action} for f in ranked(findings)]
+    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
+                 narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
+
+
+# The abbreviations the reports use, each with what it stands for: a table that declares one
+# (``Table.legend``; a header: ``Result.legend``) is followed by its line. Declared, never
+# guessed from the text: cells and notes hold outside text, and a host named W_m gets no legend.
+LEGEND = {
+    "T / M / n_used": "T / M / n_used = the epoch's requests and misses over all participants, and how many "
+                      "participants had requests (the network baseline's inputs)",
+    "W_m": "W_m = model m's total PoC weight",
+    "D_m": "D_m = the weight needed to serve model m's in-flight demand in a PoC window at the gateway's "
+           "per-10,000 ratio (demand_weight)",
+    "cf_*": "cf_* = counterfactual: the window replayed with the proposed per-host cap",
+    "(table)": "(table) = the allowance is the chain's table of critical misses for that p0 "
+               "(above 990 requests the chain's rate rule)",
+}
+
+
+def legend(abbreviations: list[str]) -> list[str]:
+    """The ``LEGEND`` lines of ``abbreviations`` (its keys), in ``LEGEND``'s order."""
+    unknown = set(abbreviations) - set(LEGEND)
+    if unknown:
+        raise KeyError(f"no legend for {sorted(unknown)}: add it to report/render.py LEGEND")
+    return [line for abbr, line in LEGEND.items() if abbr in abbreviations]
 
 
 def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
     """The order every text format follows, as ``(kind, depth, item)``: the title, the
     header lines, the findings (of a composed report: all, ranked), the tables, then each
-    part's title, header and tables. kind is 'title', 'header', 'findings' or 'table'."""
+    part's title, header and tables; a header or table declaring abbreviations of ``LEGEND``
+    is followed by a ``legend`` item, their lines. kind is 'title', 'header', 'findings',
+    'table' or 'legend'."""
     yield "title", 1, result.title
     if result.header:
         yield "header", 1, result.header
+        yield from _legend(result.legend, 1)
     if result.findings or result.parts:
         yield "findings", 2, ranked(result.findings)
     for t in result.tables:
         yield "table", 2, t
+        yield from _legend(t.legend, 2)
     for part in result.parts:
         if part.header:
             yield "title", 2, part.title
             yield "header", 2, part.header
+            yield from _legend(part.legend, 2)
         for t in part.tables:
             yield "table", 3 if part.header else 2, t
+            yield from _legend(t.legend, 3 if part.header else 2)
+
+
+def _legend(abbreviations: list[str], depth: int) -> Iterator[tuple[str, int, Any]]:
+    lines = legend(abbreviations)
+    if lines:
+        yield "legend", depth, lines
 
 
 def to_csv(table: Table) -> str:

@@ -2,9 +2,14 @@
 
 On a terminal the tables take its width; into a file or a pipe (cron) they are 250
 columns wide so nothing wraps. Unless ``--wide``, the view is made to fit: addresses are
-shortened to the form the gateway's logs use (``gonka1…x7m3qk5d``), the low-value
-columns a table names in ``Table.narrow`` are dropped, column names wrap between words
-(``poc slot allocation``) and ids never wrap at all. json, csv and md keep everything.
+shortened to the form the gateway's logs use (``gonka1…x7m3qk5d``), a table short of
+width keeps the columns it names in ``Table.priority`` (the verdict, the misses, the
+waste), never shows its low-value ``Table.narrow`` ones, and drops first those with one
+value in every row (a note gives it), then the widest; column names wrap between words (``poc slot
+allocation``) and ids never wrap at all. On a terminal narrower than ``FINDINGS_TABLE``
+the findings print one block each: severity, code and subject, then the summary and the
+next step wrapped. Severities and failing rows are coloured when colour is on (rich's
+rules: a terminal, and no ``NO_COLOR``). json, csv and md keep everything.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import sys
 import textwrap
 from typing import Any
 
-from ..result import Result
+from ..result import Finding, Result, Table
 from .render import View, cell, findings_table, layout, numeric
 from .text import TERMINAL_LIMIT, plain
 
 ADDRESS = re.compile(r"\bgonka1[02-9ac-hj-np-z]{38}\b")
 FILE_WIDTH = 250
+FINDINGS_TABLE = 160        # narrower than this, the findings print one block each
+SEVERITY_STYLE = {"error": "bold red", "warn": "yellow", "info": "dim"}
+FAILING_STYLE = "red"
 
 
 def short_addresses(text: str) -> str:
@@ -43,14 +51,32 @@ def _need(c: str, texts: list[str], prose: bool) -> int:
     return max(word, PROSE_MIN) if prose else max([word, *map(len, texts)])
 
 
-def _fitting(columns: list[str], need: dict[str, int], width: int) -> list[str]:
-    """The columns, in order, that fit in ``width`` (each takes 3 more for padding and border)."""
-    kept, used = [], 1
-    for c in columns:
-        if used + need[c] + 3 <= width:
-            kept.append(c)
+def constant(texts: list[str]) -> bool:
+    """One value in every row (of two or more): a column that says nothing row by row."""
+    return len(texts) > 1 and len(set(texts)) == 1
+
+
+def keep_order(t: Table, texts: dict[str, list[str]], need: dict[str, int]) -> list[str]:
+    """The columns in the order a terminal keeps them: the table's ``priority`` (by default its
+    first column, the row's id), then the rest narrowest first (long ids and long numbers go
+    early), those with one value in every row last; never its ``narrow`` ones."""
+    first = [c for c in t.priority if c in t.columns] or [c for c in t.columns if c not in t.narrow][:1]
+    rest = [c for c in t.columns if c not in first and c not in t.narrow]
+    return first + sorted(rest, key=lambda c: (constant(texts[c]), need[c]))
+
+
+def _fitting(t: Table, texts: dict[str, list[str]], need: dict[str, int], width: int) -> list[str]:
+    """The columns that fit in ``width`` (each takes 3 more for padding and border), chosen in
+    ``keep_order`` and shown in the table's order; a column with one value in every row only
+    when every other one fits (its note says the value)."""
+    kept, used, short = set(), 1, False
+    for c in keep_order(t, texts, need):
+        if used + need[c] + 3 <= width and not (short and constant(texts[c])):
+            kept.add(c)
             used += need[c] + 3
-    return kept
+        else:
+            short = True
+    return [c for c in t.columns if c in kept]
 
 
 PROSE_MIN = 20
@@ -58,7 +84,6 @@ PROSE_MIN = 20
 
 def print_table(result: Result, file: Any = None, view: View = View()) -> None:
     from rich.console import Console
-    from rich.table import Table as RichTable
     from rich.text import Text
 
     file = file or sys.stdout
@@ -77,6 +102,14 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
         elif kind == "header":
             for k, v in item:
                 console.print(Text(f"  {plain(k)}: {fit(v)}"))
+        elif kind == "legend":
+            for line in item:
+                console.print(Text(fit(line), style="dim"))
+        elif kind == "findings" and item and console.width < FINDINGS_TABLE:
+            console.print()
+            console.print(Text("Findings", style="bold"))
+            for f in item:
+                _finding_block(console, f, fit)
         else:
             if kind == "findings":
                 item = findings_table(item)
@@ -84,28 +117,59 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
             if not item.rows:
                 console.print(Text.assemble((fit(item.title), "bold"), ": none"))
             else:
-                texts = {c: [fit(cell(r.get(c))) for r in item.rows] for c in item.columns}
-                prose = {c: _prose(texts[c]) for c in item.columns}
-                need = {c: _need(c, texts[c], prose[c]) for c in item.columns}
-                columns = item.columns if view.wide else _fitting(
-                    [c for c in item.columns if c not in item.narrow], need, console.width)
-                # the title on its own line: as a rich table title it wraps to the table's width,
-                # mid-word for a narrow table
-                console.print(Text(fit(item.title), style="bold"))
-                rt = RichTable()
-                for c in columns:
-                    # the heading wraps between its words, never inside one; the cells of an
-                    # id or number column do not wrap at all
-                    rt.add_column(Text(textwrap.fill(_label(c), need[c])),
-                                  justify="right" if numeric(item, c) else "left",
-                                  no_wrap=not prose[c], overflow="fold",
-                                  min_width=PROSE_MIN if prose[c] else None)
-                for i in range(len(item.rows)):
-                    rt.add_row(*(Text(texts[c][i]) for c in columns))
-                console.print(rt)
-                dropped = [plain(c) for c in item.columns if c not in columns]
-                if dropped:
-                    console.print(Text(f"(not shown at this width: {', '.join(dropped)}; "
-                                       "--wide or --format json has them)"))
+                _table(console, item, fit, view)
             for n in item.notes:
                 console.print(Text(fit(n)))
+
+
+def _finding_block(console: Any, f: Finding, fit: Any) -> None:
+    """One finding: ``severity code kind subject (model)``, then its summary and its next step
+    wrapped under it."""
+    from rich.text import Text
+
+    head = Text.assemble((f.severity, SEVERITY_STYLE.get(f.severity, "")), " ", (fit(f.code), "bold"), " ",
+                         fit(f"{f.subject['kind']} {f.subject['id']}"))
+    if f.model and f.model != f.subject["id"]:
+        head.append(f" ({fit(f.model)})")
+    console.print(head)
+    width = max(20, console.width - 4)
+    for line in textwrap.wrap(fit(f.summary), width, break_long_words=False, break_on_hyphens=False):
+        console.print(Text("    " + line))
+    if f.action:
+        lines = textwrap.wrap("next: " + fit(f.action), width, break_long_words=False, break_on_hyphens=False)
+        for line in lines:
+            console.print(Text("    " + line, style="italic"))
+
+
+def _table(console: Any, t: Table, fit: Any, view: View) -> None:
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    texts = {c: [fit(cell(r.get(c))) for r in t.rows] for c in t.columns}
+    prose = {c: _prose(texts[c]) for c in t.columns}
+    need = {c: _need(c, texts[c], prose[c]) for c in t.columns}
+    columns = t.columns if view.wide else _fitting(t, texts, need, console.width)
+    # the title on its own line: as a rich table title it wraps to the table's width,
+    # mid-word for a narrow table
+    console.print(Text(fit(t.title), style="bold"))
+    rt = RichTable()
+    for c in columns:
+        # the heading wraps between its words, never inside one; the cells of an
+        # id or number column do not wrap at all
+        rt.add_column(Text(textwrap.fill(_label(c), need[c])),
+                      justify="right" if numeric(t, c) else "left",
+                      no_wrap=not prose[c], overflow="fold",
+                      min_width=PROSE_MIN if prose[c] else None)
+    for i, row in enumerate(t.rows):
+        style = FAILING_STYLE if t.failed(row) else ""
+        cells = [Text(texts[c][i], style=SEVERITY_STYLE.get(texts[c][i], style) if c == "severity" else style)
+                 for c in columns]
+        rt.add_row(*cells)
+    console.print(rt)
+    same = [f"{plain(c)} {texts[c][0]}" for c in t.columns if c not in columns and constant(texts[c])]
+    if same:
+        console.print(Text(f"(the same in every row: {'; '.join(same)})"))
+    dropped = [plain(c) for c in t.columns if c not in columns and not constant(texts[c])]
+    if dropped:
+        console.print(Text(f"(not shown at this width: {', '.join(dropped)}; "
+                           "--wide or --format json has them)"))
