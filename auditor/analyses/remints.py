@@ -518,7 +518,7 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
                 first_pass = [m for m in start_pass if m["model"] == model]
                 target = len(first_pass)
                 target_src = (f"inferred from the logs: the rotator's epoch-start pass minted {target} regular "
-                              f"escrow(s) of this model from {iso(start_pass[0]['ts'])} ({start_basis}); the logs "
+                              f"escrow(s) of this model from {utc_text(start_pass[0]['ts'])} ({start_basis}); the logs "
                               "do not show the epoch's start itself, and the configured target_count is not "
                               "logged (--rotation-target N overrides)")
             else:
@@ -592,7 +592,7 @@ def _start_pass(store: Store, epoch: int, rows: list[dict[str, Any]], spans: Spa
             break
         first.append(m)
     lo, hi = first[0]["ts"] - START_PASS_NEAR, first[-1]["ts"] + START_PASS_NEAR
-    temps = [r for r in store.query("remints_temp_retirements") if lo <= _utc(r["ts"]) <= hi]
+    temps = [r for r in store.query("remints_temp_retirements") if lo <= utc(r["ts"]) <= hi]
     models = sorted({m["model"] or "?" for m in first})
     why = []
     if temps:
