@@ -246,8 +246,11 @@ def epoch_396_peak(directory: Path, *, start_models: tuple[str, ...] = (RDS, RMM
 
 
 def _remints(d: Path, *extra: str) -> dict:
-    return run_json("remints", "396", "--replay", str(d / "chain"), "--replay", str(d / "accounting"),
-                    "--gateway-log", str(d / "gateway.log"), "-f", "json", *extra, db=d / "r.duckdb")
+    """remints of epoch 396 on the scenario in ``d``: collected from it, or from the store alone
+    when ``extra`` has --offline (which takes no source flags)."""
+    sources = [] if "--offline" in extra else ["--replay", str(d / "chain"), "--replay", str(d / "accounting"),
+                                               "--gateway-log", str(d / "gateway.log")]
+    return run_json("remints", "396", *sources, "-f", "json", *extra, db=d / "r.duckdb")
 
 
 def test_a_mint_peak_is_flagged_against_the_epoch_start_baseline(tmp_path):
