@@ -287,9 +287,9 @@ def test_a_node_that_answers_404_to_everything_is_not_a_chain_api(tmp_path):
 # -- the README -----------------------------------------------------------------------------------
 def test_the_readme_shows_the_alert_rules_the_dashboard_and_the_install_path():
     readme = (ROOT / "README.md").read_text()
-    folded = " ".join(RULES.read_text().split())
+    folded = " ".join(" ".join(f.read_text().split()) for f in sorted(RULES.parent.glob("*.rules.yml")))
     shown = re.findall(r"- alert: (\w+)[^\n]*\n\s+expr: (.+)", readme)
-    assert {a for a, _ in shown} == {"AuditorMissTestFailed", "AuditorReportIncomplete", "AuditorReportStale"}
+    assert {"AuditorMissTestFailed", "AuditorReportIncomplete", "AuditorReportStale"} <= {a for a, _ in shown}
     for alert, expr in shown:             # as the rules file has it (its folded lines joined)
         assert f"- alert: {alert}" in folded and " ".join(expr.split("#")[0].split()) in folded, alert
     for path in ("contrib/prometheus/auditor.rules.yml", "contrib/grafana/auditor-dashboard.json", "Dockerfile"):

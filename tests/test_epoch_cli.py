@@ -226,8 +226,11 @@ def test_the_demo_epoch_json_has_one_time_format(db):
     assert len(times) > 50 and any(ANY_TIME.search(t) for t in texts)
     # the chain's block time, sent with nanoseconds (…T17:04:11.482913928Z), to the microsecond
     assert report["heights"][0]["time"] == "2026-09-22T17:04:11.482913Z"
-    # the text formats write times with the same formatter
+    # the text formats write times with the same formatter: the same form, the table cells to
+    # the millisecond (issue 20), the sentences in full
+    shown = re.compile(TIME_PATTERN.pattern.replace(r"\.\d{6}Z", r"\.(?:\d{3}|\d{6})Z"))
     for fmt in ("md", "html"):
         out = run_cli("epoch", "403", "--offline", "--format", fmt, db=db).stdout
         found = ANY_TIME.findall(out)
-        assert found and all(TIME_PATTERN.fullmatch(t) for t in found), fmt
+        assert found and all(shown.fullmatch(t) for t in found), fmt
+        assert any(TIME_PATTERN.fullmatch(t) for t in found) and any(len(t) == 24 for t in found), fmt

@@ -43,7 +43,7 @@ def test_misstest_at_100_columns_keeps_verdict_and_reason(demo):
     assert "p0" not in words                                    # 0.1 in every row: dropped, and said
     assert "(the same in every row: p0 0.1)" in text
     victim_row = next(line for line in text.splitlines() if f"gonka1…{VICTIM[-8:]}" in line and "│" in line)
-    assert "zeroed_by_miss_test" in victim_row and "95" in victim_row
+    assert "zeroed_by_miss_test" in victim_row and "345" in victim_row
 
 
 def test_poc_overload_at_100_columns_keeps_verdict_misses_and_counterfactual(demo):
@@ -126,7 +126,7 @@ def test_action_is_the_registry_text_filled_from_the_finding():
     f = Finding("reward_zeroed_miss_test", "error", {"kind": "participant", "id": "gonka1abc"}, "zeroed",
                 {"missed": 9, "row": {"epoch": 7, "participant": "gonka1abc"}, "misses_in_cpoc_windows": 5})
     assert f.action.startswith("attach `auditor epoch 7 --participant gonka1abc --format md`")
-    assert "place 5 misses" in f.action and "#2107" in f.action
+    assert "places 5 misses" in f.action and "#2107" in f.action
     assert f.to_dict()["action"] == f.action
     bare = Finding("reward_zeroed_miss_test", "error", {"kind": "participant", "id": "p"}, "zeroed", {})
     assert "auditor epoch N --participant p" in bare.action and "#2107" not in bare.action   # epoch unknown: N
@@ -152,8 +152,8 @@ def test_legend_lines_are_declared_and_known():
 def test_times_to_the_millisecond_in_tables_in_full_in_json():
     t = datetime(2026, 9, 23, 0, 3, 36, 172913, tzinfo=timezone.utc)
     r = Result("k", "k", {"at": t}, tables=[Table("t", ["at"], [{"at": t}])])
-    assert "2026-09-23 00:03:36.172Z" in render(r, "table") and "36.172913" not in render(r, "table")
-    assert "2026-09-23 00:03:36.172Z" in render(r, "md")
+    assert "2026-09-23T00:03:36.172Z" in render(r, "table") and "36.172913" not in render(r, "table")
+    assert "2026-09-23T00:03:36.172Z" in render(r, "md")
     assert "2026-09-23T00:03:36.172913+00:00" in render(r, "json")
 
 

@@ -554,7 +554,7 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
                f"{peak} in flight against a cap of {cap} and {took}"
                + ("; they flip its miss test: epoch reward zeroed" if severity == "error" else ""))
     evidence = {
-        "epoch": entry["epoch"], "episode": entry["episode"], "window": entry["window"], "weight": entry["weight"],
+        "epoch": entry.get("epoch"), "episode": entry["episode"], "window": entry["window"], "weight": entry["weight"],
         "model_weight": entry["model_weight"], "share": entry["share"], "cap": cap,
         "peak_inflight": peak, "peak_at": entry.get("peak_at"),
         "requests": entry["requests"], "requests_per_minute": entry["requests_per_minute"],
