@@ -154,7 +154,7 @@ def test_times_to_the_millisecond_in_tables_in_full_in_json():
     r = Result("k", "k", {"at": t}, tables=[Table("t", ["at"], [{"at": t}])])
     assert "2026-09-23T00:03:36.172Z" in render(r, "table") and "36.172913" not in render(r, "table")
     assert "2026-09-23T00:03:36.172Z" in render(r, "md")
-    assert "2026-09-23T00:03:36.172913+00:00" in render(r, "json")
+    assert "2026-09-23T00:03:36.172913Z" in render(r, "json")
 
 
 @pytest.mark.parametrize("host", ["a`b", "`<script>x</script>`", "x|y\n`z", "[l](http://e) *b*", "<b>x</b>"])
