@@ -145,6 +145,7 @@ class _Ingest:
 
     def __init__(self, store: Store, report: CollectReport, progress: Progress, block_size: int,
                  vectorised: bool = True) -> None:
+        self.store = store
         self.vectorised = vectorised
         self.progress = progress
         self.block_size = max(1024, int(block_size))
