@@ -244,7 +244,8 @@ def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
     only that attempt runs: every other attempt is saved; its latency is its own
     started -> first token (it starts at the race's start); if it failed in the race the
     request would have needed another attempt (would_fail)."""
-    s = _serve_alone_where(races, lambda race: race["predicted"] if race["predicted"] is not race["primary"] else None,
+    s = _serve_alone_where(races,
+                           lambda race: race["predicted"] if race["predicted"] is not race["primary"] else None,
                            lambda pr: pr["clear"])
     return _finish(s, "speed_aware_primary",
                    f"hedged races whose predicted-fastest host (lowest prior first-token median) is not the primary "
