@@ -68,7 +68,7 @@ def test_every_format_loads_all_81_lines(formats_db):
     for name in FORMATS:
         assert rows[str(LOGS / name)] == 81, name
     assert q(formats_db, "SELECT count(*) FROM log_rejects")[0][0] == 0
-    # fields reach DuckDB typed JSON without being parsed again (gatewaylog._as_json): check here
+    # fields reach DuckDB typed JSON without being parsed again (gatewaylog_store._as_json): check here
     assert q(formats_db, "SELECT count(*) FROM log_events WHERE NOT json_valid(fields)")[0][0] == 0
     assert q(formats_db, "SELECT DISTINCT typeof(fields) FROM log_events") == [("JSON",)]
 

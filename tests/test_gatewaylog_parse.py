@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from auditor.progress import Progress
 from auditor.sources import gatewaylog
-from auditor.sources import gatewaylog_parse
+from auditor.sources import gatewaylog_parse, gatewaylog_read
 from auditor.sources.gatewaylog_parse import Event, Reject, go_unquote, parse_block, parse_line
 from auditor.store import Store
 from tools.synth import FORMATS, generate_lines, go_quote, sanitize_value
@@ -334,7 +334,7 @@ def test_block_boundaries_do_not_matter(tmp_path):
 
 
 def test_over_long_line_is_rejected_not_buffered(tmp_path, monkeypatch):
-    monkeypatch.setattr(gatewaylog, "MAX_LINE", 3000)
+    monkeypatch.setattr(gatewaylog_read, "MAX_LINE", 3000)
     log = tmp_path / "gw.log"
     log.write_bytes(SECTION12[0] + b"\n" + b"x" * 10_000 + b"\n" + SECTION12[1] + b"\n" + b"y" * 5000)
     store = Store(tmp_path / "a.duckdb")

@@ -24,9 +24,10 @@ COMMIT_ROWS = 4000          # small commits, so that a kill falls between many o
 
 HARNESS = """
 import sys, time
-import auditor.sources.gatewaylog as g
+import auditor.sources.gatewaylog_read as read
+import auditor.sources.gatewaylog_store as g
 g.ROWS_PER_COMMIT = int(sys.argv[1])
-g.MAX_LINE = int(sys.argv[2])
+read.MAX_LINE = int(sys.argv[2])
 if float(sys.argv[3]):                  # stall before the first commit (to be killed there)
     commit = g._Writer._commit
     def stalled(self, *a, **kw):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import UsageError
 from ..result import Finding, Result, Table, utc, utc_text
@@ -221,21 +221,32 @@ def _serve_alone(s: dict[str, Any], race: dict[str, Any], chosen: dict[str, Any]
         s["would_fail"] += 1
 
 
+def _serve_alone_where(races: list[dict[str, Any]], candidate: Callable[[dict[str, Any]], dict[str, Any] | None],
+                       better: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The saving of serving each race (with a primary) by ``candidate(race)`` alone where
+    the prediction of the candidate against the primary (``predict``) is ``better``; other
+    races are left as they ran."""
+    s = _saving()
+    for race in races:
+        p = race["primary"]
+        cand = candidate(race) if p is not None else None
+        if cand is None:
+            continue
+        pr = predict(p, cand)
+        if pr is not None and better(pr):
+            _serve_alone(s, race, cand)
+    return s
+
+
 def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
     """Remedy 1: dispatch to the predicted-fastest host in the first place. For each hedged
     race whose predicted-fastest attempt is not the primary and is clearly faster than it,
     only that attempt runs: every other attempt is saved; its latency is its own
     started -> first token (it starts at the race's start); if it failed in the race the
     request would have needed another attempt (would_fail)."""
-    s = _saving()
-    for race in races:
-        p, pw = race["primary"], race["predicted"]
-        if p is None or pw is None or pw is p:
-            continue
-        pr = predict(p, pw)
-        if pr is None or not pr["clear"]:
-            continue
-        _serve_alone(s, race, pw)
+    s = _serve_alone_where(races,
+                           lambda race: race["predicted"] if race["predicted"] is not race["primary"] else None,
+                           lambda pr: pr["clear"])
     return _finish(s, "speed_aware_primary",
                    f"hedged races whose predicted-fastest host (lowest prior first-token median) is not the primary "
                    f"and is clearly faster (ratio >= {CLEAR_RATIO}, quartiles apart): only that host runs",
@@ -248,19 +259,13 @@ def cf_replace_instead_of_add(races: list[dict[str, Any]]) -> dict[str, Any]:
     """Remedy 2: when a speed-up decision accepted a candidate whose predicted advantage over
     the primary is at least REPLACE_RATIO, run only the candidate (the first secondary the
     decision started): the primary and any other attempt are saved."""
-    s = _saving()
-    for race in races:
-        p = race["primary"]
-        if p is None or race["decision"] not in SPEEDUP_DECISIONS:
-            continue
-        cand = next((a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == race["decision"]),
+    def candidate(race: dict[str, Any]) -> dict[str, Any] | None:
+        if race["decision"] not in SPEEDUP_DECISIONS:
+            return None
+        return next((a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == race["decision"]),
                     None)
-        if cand is None:
-            continue
-        pr = predict(p, cand)
-        if pr is None or pr["ratio"] is None or pr["ratio"] < REPLACE_RATIO:
-            continue
-        _serve_alone(s, race, cand)
+
+    s = _serve_alone_where(races, candidate, lambda pr: pr["ratio"] is not None and pr["ratio"] >= REPLACE_RATIO)
     return _finish(s, "replace_instead_of_add",
                    f"races decided {' or '.join(SPEEDUP_DECISIONS)} whose candidate's predicted advantage "
                    f"(prior median ratio primary/candidate) is >= {REPLACE_RATIO}: only the candidate runs",
