@@ -256,10 +256,9 @@ def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
 
 def write_textfile(path: Path, result: Result) -> None:
     """The watch's metrics for node_exporter, written atomically (a temp file, then a rename)."""
-    from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+    from prometheus_client import CollectorRegistry, Gauge
 
-    from ..errors import UsageError
-
+    from ..report.promfile import write_registry
     from .registry import WATCH
 
     reg = CollectorRegistry()
@@ -267,14 +266,7 @@ def write_textfile(path: Path, result: Result) -> None:
     epoch = str(result.data["epoch"])
     for name, (participant,), value in samples(result):
         gauges[name].labels(epoch, participant).set(value)
-    path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"--prom-textfile {path} is a directory; give a file path")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_to_textfile(str(path), reg)
-    except OSError as exc:
-        raise UsageError(f"cannot write --prom-textfile {path}: {exc.strerror or exc}") from exc
+    write_registry(path, reg)
 
 
 def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") -> list[str]:

@@ -133,13 +133,8 @@ def to_svg(chart: Chart, titled: bool = True) -> str:
             body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y_at(y):.1f}" y2="{y_at(y):.1f}" class="grid"/>'
                         f'<text x="{LEFT - 6}" y="{y_at(y) + 4:.1f}" text-anchor="end" class="tick">{_tick(y)}</text>')
         body += _bars(chart, y_at, pw) if chart.kind == "bar" else _lines(chart, y_at, pw, ph)
-        for m in chart.marks:
-            if m.get("y") is None:
-                continue
-            yy = y_at(float(m["y"]))
-            body.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{yy:.1f}" y2="{yy:.1f}" class="mark" '
-                        f'stroke="{m.get("colour") or MARK_COLOUR}"><title>{escape(str(m["name"]))} '
-                        f'{_fmt(float(m["y"]))}</title></line>')
+        body += [_mark(m, LEFT, W - RIGHT, y_at(float(m["y"])), y_at(float(m["y"])))
+                 for m in chart.marks if m.get("y") is not None]
         axes = [f'<text x="16" y="{TOP + ph / 2:.0f}" transform="rotate(-90 16 {TOP + ph / 2:.0f})" '
                 f'text-anchor="middle" class="axis">{escape(chart.y_label)}</text>',
                 f'<text x="{LEFT + pw / 2:.0f}" y="{H - 8}" text-anchor="middle" class="axis">'
@@ -176,14 +171,16 @@ def _hbars(chart: Chart, cats: list[Any], top: float, plot_h: float) -> tuple[li
             out.append(f'<rect class="datum" x="{left}" y="{yy + 2 + k * bh:.1f}" width="{x_at(float(y)) - left:.1f}" '
                        f'height="{bh:.1f}" fill="{_colour(s, si)}"><title>{escape(str(s["name"]))} '
                        f'{escape(_label(c))}: {_fmt(float(y))}</title></rect>')
-    for m in chart.marks:
-        if m.get("y") is None:
-            continue
-        xx = x_at(float(m["y"]))
-        out.append(f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{TOP - 4}" y2="{TOP + plot_h}" class="mark" '
-                   f'stroke="{m.get("colour") or MARK_COLOUR}"><title>{escape(str(m["name"]))} '
-                   f'{_fmt(float(m["y"]))}</title></line>')
+    out += [_mark(m, x_at(float(m["y"])), x_at(float(m["y"])), TOP - 4, TOP + plot_h)
+            for m in chart.marks if m.get("y") is not None]
     return out, left
+
+
+def _mark(m: dict[str, Any], x1: float, x2: float, y1: float, y2: float) -> str:
+    """A reference line (a cap, a threshold) from (x1, y1) to (x2, y2), named in its tooltip."""
+    return (f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y1:.1f}" y2="{y2:.1f}" class="mark" '
+            f'stroke="{m.get("colour") or MARK_COLOUR}"><title>{escape(str(m["name"]))} '
+            f'{_fmt(float(m["y"]))}</title></line>')
 
 
 def _bars(chart: Chart, y_at, pw: float) -> list[str]:

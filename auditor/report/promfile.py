@@ -94,17 +94,22 @@ def registry(result: Result, epoch: int, now: float | None = None, complete: boo
 
 
 def write(path: Path, result: Result, epoch: int, complete: bool | None = None) -> None:
-    _write(path, registry(result, epoch, complete=complete))
+    write_registry(path, registry(result, epoch, complete=complete))
 
 
 def write_failed(path: Path, epoch: int | None, now: float | None = None) -> None:
     """A failed run's textfile: not complete, when it ran, the epoch when known; no findings
     (unknown, not zero)."""
-    _write(path, _gauges(epoch, False, now)[0])
+    write_registry(path, _gauges(epoch, False, now)[0])
 
 
-def _write(path: Path, reg: Any) -> None:
+def write_registry(path: Path, reg: Any) -> None:
+    """A textfile (``report daily``'s, ``watch``'s) written atomically by the client library: a
+    temp file beside it, then a rename. A path that cannot be used is one line, exit 2; a full
+    disk one line, exit 3 (``errors.cannot_write``)."""
     from prometheus_client import write_to_textfile
+
+    from ..errors import cannot_write
 
     path = Path(path)
     if path.is_dir():
@@ -113,4 +118,4 @@ def _write(path: Path, reg: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_to_textfile(str(path), reg)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise cannot_write(f"--prom-textfile {path}", exc) from exc
