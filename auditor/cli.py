@@ -458,8 +458,14 @@ def _watch_command(a) -> None:
     def command(call, sources, out) -> None:
         from . import watch
 
+        from .errors import UsageError
+
         if call.backtest is not None:
             raise typer.Exit(watch.backtest(_db(), call, sources, out, _collect, command_line()))
+        if (_typed("gateway_log") and sources.gateway_logs) or (_typed("metrics") and sources.metrics):
+            # typed ones only: auditor.toml and AUDITOR_GATEWAY_LOG serve the other commands too
+            raise UsageError("watch reads the chain (--node), the accounting API (--accounting) and hosts "
+                             "(--host); --gateway-log and --metrics are not among its sources")
         raise typer.Exit(watch.live(_db(), call, sources, out, command_line()))
 
     app.command(a.command.name, help=a.command.help)(command)

@@ -91,9 +91,6 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
     if sources.offline:
         raise UsageError("--offline: watch reads the running epoch live; --offline goes with --backtest N")
-    if sources.gateway_logs or sources.metrics:
-        raise UsageError("watch reads the chain (--node), the accounting API (--accounting) and hosts (--host); "
-                         "--gateway-log and --metrics are not among its sources")
     view = render.View(wide=out.wide or bool(c.participants), command=command)
     with ExitStack() as stack:
         s = stack.enter_context(resolved(sources))
@@ -107,11 +104,10 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
         reader = src.Reader(make(s.nodes, "chain"), [make([a], f"accounting-{i}") for i, a in enumerate(s.accounting)],
                             [make([h], f"host-{i}") for i, h in enumerate(c.hosts)])
-        store = stack.enter_context(Store(db))
-
         def keep(result, reading) -> None:
             every = result if not c.participants else watch.assess(reading, _options(c, ()))
-            watch.store_reading(store, every, reading)
+            with Store(db) as store:        # open only to store it: the report daily may run meanwhile
+                watch.store_reading(store, every, reading)
             if c.prom_textfile is not None:
                 watch.write_textfile(c.prom_textfile, result)
 
@@ -120,6 +116,7 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
             result = watch.assess(reading, _options(c))
             keep(result, reading)
             render.emit(result, out.fmt, out.path, view)
+            watch.say_missing(result)        # exit 3 says why on stderr, whatever the format
             return result.exit_code(out.fail_on)
         if out.path is not None:
             raise UsageError("--output goes with --once (the loop prints what changed as it happens)")

@@ -217,3 +217,16 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
         "--prom-textfile", str(prom))
     samples = [s for s in prom.read_text().splitlines() if s.startswith(metric + "{")]
     assert len(samples) == len(rows) and f'code="{code}"' in prom.read_text()
+
+
+def test_a_metric_name_means_one_thing():
+    """Two records may export one family (report daily's and watch's textfiles both carry
+    auditor_miss_test_requests) only by declaring the same Metric: two declarations of one name
+    gave the daily textfile the running epoch's HELP line."""
+    from auditor.analyses import registry
+
+    by_name: dict = {}
+    for a in [*registry.ANALYSES, *registry.LIVE]:
+        for m in a.metrics:
+            assert by_name.setdefault(m.name, m) is m, m.name
+    assert len({m.name for m in registry.metrics()}) == len(registry.metrics())

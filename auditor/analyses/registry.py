@@ -123,6 +123,12 @@ class Analysis:
 
 
 # -- the records, in report order -----------------------------------------------------------------
+# one family in two textfiles: report daily's (a settled epoch) and watch's (the running one)
+REQUESTS = Metric("auditor_miss_test_requests", ("participant",),
+                  "Requests of the epoch, inferences + misses (auditor watch: so far, settled and not)",
+                  "requests of the epoch, inferences + misses (`auditor watch`: so far in the running epoch, "
+                  "settled and not): misses / requests is the miss rate")
+
 ANALYSES: list[Analysis] = [
     Analysis("heights", "Heights", "auditor.analyses.epoch_facts", function="heights"),
     Analysis("models", "Models", "auditor.analyses.epoch_facts", function="models"),
@@ -158,8 +164,7 @@ Example:
                         "1 for the participant's verdict, 0 for the others",
                         "1 for its verdict (`passed`, `zeroed_by_miss_test`, `zero_for_other_reason`, "
                         "`no_requests`), 0 for the others"),
-                 Metric("auditor_miss_test_requests", ("participant",), "Requests in the epoch (inferences + misses)",
-                        "requests in the epoch (inferences + misses): misses / requests is the miss rate"),
+                 REQUESTS,
                  Metric("auditor_miss_test_missed_requests", ("participant",), "Missed requests in the epoch",
                         "missed requests in the epoch"),
                  Metric("auditor_miss_test_critical_misses", ("participant",), "The most misses the test allowed",
@@ -336,9 +341,7 @@ Example:
              Metric("auditor_miss_test_projected_pass", ("participant",),
                     "1 when the running epoch's projected miss test passes",
                     "`auditor watch`: 1 when the projection passes, 0 when it fails"),
-             Metric("auditor_miss_test_requests", ("participant",),
-                    "Requests of the running epoch so far (chain plus not yet settled)",
-                    "`auditor watch`: requests so far, settled and not")))
+             REQUESTS))
 LIVE: list[Analysis] = [WATCH]
 
 
@@ -392,11 +395,13 @@ def subject_kinds() -> tuple[str, ...]:
     return tuple(dict.fromkeys([*BASE_SUBJECT_KINDS, *(c.subject for a in _records() for c in a.codes)]))
 
 
-def metrics() -> list[Metric]:
-    """Every metric family of the textfile: the report's own, then each analysis's."""
+def metrics(*, live: bool = True) -> list[Metric]:
+    """Every metric family of the textfiles, each once: the report's own, then each analysis's
+    (``live=False``: report daily's alone, without the families only watch writes)."""
     from ..report.promfile import REPORT_METRICS
 
-    return [*REPORT_METRICS, *(m for a in _records() for m in a.metrics)]
+    records = _records() if live else ANALYSES
+    return list({m.name: m for m in [*REPORT_METRICS, *(m for a in records for m in a.metrics)]}.values())
 
 
 # -- the README's tables ------------------------------------------------------------------------

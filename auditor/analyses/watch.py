@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -69,6 +69,25 @@ def _p0(gov: Decimal | None, window: Any, rows: Iterable[tuple[int, int]], notes
     return dynamic_p0(gov, [(req - miss, miss) for req, miss in rows])
 
 
+
+def _resolved(want: str, known: Mapping[str, Any]) -> str:
+    """``--participant`` as one address of the reading: the full address, or the label the
+    tables print (its last 8 characters, or ``gonka1…xxxxxxxx``) when exactly one fits; none
+    or several is one usage line, as for every other command."""
+    from ..errors import UsageError
+
+    if want in known:
+        return want
+    tail = want.split("…")[-1].split("...")[-1]
+    head = "gonka1" if want.startswith("gonka1") and tail != want else ""
+    found = sorted(p for p in known if len(tail) >= 4 and p.startswith(head) and p.endswith(tail))
+    if len(found) != 1:
+        which = f"matches {', '.join(found[:4])}" if found else \
+            "is not in the chain's participant list nor in any unsettled escrow"
+        raise UsageError(f"--participant {want} {which}: give the full gonka1... address")
+    return found[0]
+
+
 def assess(reading: Any, options: WatchOptions | None = None) -> Result:
     """One reading as a result: the output contract of ``watch --once --format json``."""
     options = options or WatchOptions()
@@ -102,11 +121,9 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
         f = _finding(row, p0_end, options.margin_share, w)
         if f is not None:
             findings.append(f)
-    shown = [r for r in rows if not options.participants or r["participant"] in options.participants]
-    for want in options.participants:
-        if want not in per:
-            notes.append(f"participant {want} is not in the chain's participant list nor in any unsettled escrow")
-    findings = [f for f in findings if not options.participants or f.subject["id"] in options.participants]
+    wanted = {_resolved(want, per) for want in options.participants}
+    shown = [r for r in rows if not wanted or r["participant"] in wanted]
+    findings = [f for f in findings if not wanted or f.subject["id"] in wanted]
     shown.sort(key=lambda r: (_rank(r), r["margin"] if r["margin"] is not None else 1 << 62, r["participant"]))
     data = _data(reading, p0_now, p0_end, now_rows, shown, notes)
     unknown = [] if len(reading.sources) > 1 else [
@@ -297,6 +314,14 @@ def state_of(result: Result) -> dict[str, dict]:
             for r in result.data["participants"]}
 
 
+def say_missing(result: Result, err: Any = None) -> None:
+    """What a reading asked for and did not get, one line each on stderr (it makes exit 3)."""
+    from ..report.text import plain
+
+    for m in result.coverage.get("missing", []):
+        print(f"auditor: watch: incomplete reading: {plain(m)}", file=err or sys.stderr, flush=True)
+
+
 def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, keep: Callable[[Result, Any], None],
          emit_first: Callable[[Result], None], clock: Callable[[], float], sleep: Callable[[float], None],
          readings: int | None = None, fmt: str = "table", err: Any = None, out: Any = None) -> None:
@@ -323,8 +348,7 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
             else:
                 for line in changes(before, result, fmt):
                     print(line, file=out, flush=True)
-            for m in result.coverage.get("missing", []):
-                print(f"auditor: watch: incomplete reading: {m}", file=err, flush=True)
+            say_missing(result, err)
             before = state_of(result)
         if readings is not None and n >= readings:
             break

@@ -54,7 +54,7 @@ def _gauges(epoch: int | None, complete: bool, now: float | None):
     from prometheus_client import CollectorRegistry, Gauge
 
     reg = CollectorRegistry()
-    families = {m.name: (m, m.all_labels()) for m in analyses.metrics()}
+    families = {m.name: (m, m.all_labels()) for m in analyses.metrics(live=False)}
     # a family without labels is made when set: made unset it would say 0 (unknown is not zero)
     g = {name: Gauge(name, m.help, labels, registry=reg) for name, (m, labels) in families.items() if labels}
 
