@@ -165,7 +165,9 @@ def _table(console: Any, t: Table, fit: Any, view: View) -> None:
         cells = [Text(texts[c][i], style=SEVERITY_STYLE.get(texts[c][i], style) if c == "severity" else style)
                  for c in columns]
         rt.add_row(*cells)
-    console.print(rt)
+    # --wide (and --participant): every column whole, however wide (never cropped at the
+    # terminal's or a file's 250 columns)
+    console.print(rt, width=max(console.width, console.measure(rt).maximum) if view.wide else None)
     same = [f"{plain(c)} {texts[c][0]}" for c in t.columns if c not in columns and constant(texts[c])]
     if same:
         console.print(Text(f"(the same in every row: {'; '.join(same)})"))
