@@ -392,6 +392,7 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
                 {"races": h["primary_races"], "wins": h["primary_wins"], "losses": h["primary_losses"],
                  "rescued": h["primary_rescued"], "suppressed_losers": h["suppressed_losers"],
                  "suppressed_losers_completed": h["suppressed_losers_completed"],
+                 "failed_after_suppression": h["failed_after_suppression"],
                  "wasted_seconds": h["wasted_seconds"], "wasted_bytes": h["wasted_bytes"],
                  "wasted_tokens": h["wasted_tokens"], "beaten_by": beaten.get(h["label"], []),
                  "thresholds": {"min_races": WASTE_MIN_RACES, "loss_share": WASTE_LOSS_SHARE,
@@ -479,7 +480,7 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
     shown = [h for h in hosts if _matches(h, options.participant)]
     notes = _notes(facts, options, shown, since, until)
     unresp_data = _unresponsive(unresp)
-    totals = _totals(total, facts, races)
+    totals = _totals(total, facts, races, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     race_list = [_race_json(r) for r in races]
@@ -554,11 +555,15 @@ def _unresponsive(unresp: list[dict[str, Any]]) -> dict[str, Any]:
                     "finished normally (race_completed finished=true responsive=true)"}
 
 
-def _totals(total: dict[str, Any], facts: dict[str, Any], races: list[dict[str, Any]]) -> dict[str, Any]:
-    """The range's totals, with the time resolution and what the rescues saved."""
+def _totals(total: dict[str, Any], facts: dict[str, Any], races: list[dict[str, Any]],
+            hosts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The range's totals, with the time resolution, what the rescues saved and the losers
+    that failed after their suppression (the gateway's failed_not_finished, not suppressed)."""
     rescue_latency = [latency_ms(r["primary"]) - latency_ms(r["winner"]) for r in races
                       if r["rescue"] and latency_ms(r["primary"]) is not None and latency_ms(r["winner"]) is not None]
     totals = {k: v for k, v in total.items() if k != "hour"}
+    totals["failed_after_suppression"] = sum(h["failed_after_suppression"] + h["secondary_failed_after_suppression"]
+                                             for h in hosts)
     totals["time_resolution"] = facts["time_resolution"]
     totals["rescue_latency_saved_seconds"] = round(sum(rescue_latency) / 1000, 3) if rescue_latency else None
     totals["rescues_primary_never_delivered"] = sum(1 for r in races if r["rescue"] and latency_ms(r["primary"]) is None)
@@ -583,7 +588,8 @@ def _header(what: str, since: datetime | None, until: datetime | None, totals: d
 
 HOST_KEYS = ("host", "label", "label_status", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
              "primary_no_winner", "loss_rate", "suppressed_losers", "suppressed_losers_completed",
-             "secondary_attempts", "secondary_wins", "secondary_suppressed_losers", "wasted_seconds",
+             "failed_after_suppression", "secondary_attempts", "secondary_wins", "secondary_suppressed_losers",
+             "secondary_failed_after_suppression", "wasted_seconds",
              "wasted_attempts", "wasted_time_unknown", "wasted_chunks", "wasted_bytes", "wasted_tokens",
              "attempt_seconds", "output_bytes", "beaten_by")
 
