@@ -513,7 +513,63 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
     coverage = {"sources": ["gateway_log", "chain"] if epoch is not None and not (options.since or options.until)
                 else ["gateway_log"], "missing": [], "unknown": unknown, "log_covers_range": covered,
                 "log_span": [facts["first_ts"], facts["last_ts"]], "time_resolution": facts["time_resolution"]}
+    check = _metrics_check(hosts, store.query("hedging_metrics_suppressed", **args), since, until)
+    if check is not None:
+        coverage["sources"].append("metrics")
+        coverage["suppressed_losers_vs_metrics"] = check
+        if check["status"] != "agree":
+            notes.append(check["summary"])
     return Result(KEY, TITLE, data, tables, findings, coverage, header=header)
+
+
+def _count(x: float) -> float | int:
+    """A counter's value as an int when it is whole (a count of attempts)."""
+    return int(x) if float(x).is_integer() else x
+
+
+METRIC_SUPPRESSED = 'devshard_gateway_attempts_terminal_total{visibility="suppressed_loser"}'
+
+
+def _metrics_check(hosts: list[dict[str, Any]], rows: list[dict[str, Any]], since: datetime | None,
+                   until: datetime | None) -> dict[str, Any] | None:
+    """The analysis's suppressed losers against the gateway's own count of them: the increase of
+    attempts_terminal_total{visibility="suppressed_loser"} over the range, from the stored
+    /metrics scrapes (queries/hedging_metrics_suppressed.sql), per participant and in all.
+    None when no scrape is stored; status ``agree``, ``disagree``, or ``not_compared`` when
+    the scrapes do not bracket the range (the increase is then unknown, not zero)."""
+    if not rows:
+        return None
+    ours = {h["host"]: (h["suppressed_losers"], h["secondary_suppressed_losers"]) for h in hosts}
+    out: dict[str, Any] = {"metric": METRIC_SUPPRESSED, "urls": sorted({r["url"] for r in rows}),
+                           "analysis": sum(p + s for p, s in ours.values()),
+                           "basis": "the metric counts an attempt when it ends, the analysis by its race's time, so "
+                                    "races across the range's ends can differ; the metric counts every model and "
+                                    "escrow of the gateway scraped, the analysis the races in the logs read"}
+    unbracketed = sorted({r["url"] for r in rows if not r["bracketed"]})
+    if unbracketed:
+        out.update(status="not_compared", gateway=None,
+                   summary=f"suppressed losers not compared with {METRIC_SUPPRESSED}: no scrape of "
+                           f"{', '.join(unbracketed)} at or before {utc_text(since)} and another at or after "
+                           f"{utc_text(until)}, so the metric's increase over the range is unknown")
+        return out
+    theirs: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        if r["participant"] is not None:
+            theirs[r["participant"]][0 if r["role"] == "primary" else 1] += r["increase"]
+    by = []
+    for who in sorted(set(ours) | set(theirs)):
+        a, g = ours.get(who, (0, 0)), [_count(x) for x in theirs.get(who, [0, 0])]
+        if sum(a) or sum(g):
+            by.append({"participant": who, "analysis": sum(a), "gateway": sum(g),
+                       "analysis_primary": a[0], "gateway_primary": g[0]})
+    differ = [b for b in by if b["analysis"] != b["gateway"] or b["analysis_primary"] != b["gateway_primary"]]
+    gateway = _count(sum(sum(v) for v in theirs.values()))
+    out.update(status="disagree" if differ else "agree", gateway=gateway, by_participant=by,
+               disagreements=[b["participant"] for b in differ])
+    out["summary"] = (f"suppressed losers: the analysis counts {out['analysis']}, the gateway's {METRIC_SUPPRESSED} "
+                      f"rose by {gateway} over the range" + (
+                          f"; they disagree for {', '.join(out['disagreements'])}" if differ else ": they agree"))
+    return out
 
 
 def _beaten(beaten_rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
