@@ -479,6 +479,9 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
 
     shown = [h for h in hosts if _matches(h, options.participant)]
     notes = _notes(facts, options, shown, since, until)
+    check = _metrics_check(hosts, store.query("hedging_metrics_suppressed", **args), since, until)
+    if check is not None:
+        notes.append(check["summary"])
     unresp_data = _unresponsive(unresp)
     totals = _totals(total, facts, races, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
@@ -513,12 +516,9 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
     coverage = {"sources": ["gateway_log", "chain"] if epoch is not None and not (options.since or options.until)
                 else ["gateway_log"], "missing": [], "unknown": unknown, "log_covers_range": covered,
                 "log_span": [facts["first_ts"], facts["last_ts"]], "time_resolution": facts["time_resolution"]}
-    check = _metrics_check(hosts, store.query("hedging_metrics_suppressed", **args), since, until)
     if check is not None:
         coverage["sources"].append("metrics")
         coverage["suppressed_losers_vs_metrics"] = check
-        if check["status"] != "agree":
-            notes.append(check["summary"])
     return Result(KEY, TITLE, data, tables, findings, coverage, header=header)
 
 
