@@ -8,8 +8,13 @@
 --   primary_rescued  losses where the hedge rescued the primary (it failed on its own, or the
 --                    winner was started by a stall escalation): useful hedges, not waste
 --   primary_no_winner  races where no attempt won (all failed)
---   suppressed_losers  its primary attempts that finished as suppressed losers (completed = finished=true)
---   secondary_*      its secondary attempts, their wins and suppressed losers
+--   suppressed_losers  its primary attempts that finished as suppressed losers: losers whose
+--                    nonce finished, as the gateway's visibility=suppressed_loser counts them
+--                    (completed: the same count, kept for the JSON contract)
+--   failed_after_suppression  its primary attempts suppressed by the winner that then failed
+--                    (stalled, sse_truncated): the gateway's failed_not_finished, counted apart
+--   secondary_*      its secondary attempts, their wins, suppressed losers and failures after
+--                    suppression
 --   wasted_*         work of its attempts (either role) thrown away outside rescue races;
 --                    wasted_seconds is NULL when no wasted attempt's time is known (lines without
 --                    times), and wasted_time_unknown counts the wasted attempts without one
@@ -31,9 +36,12 @@ WITH a AS (
            count(*) FILTER (WHERE role = 'primary' AND suppressed_loser) AS suppressed_losers,
            count(*) FILTER (WHERE role = 'primary' AND suppressed_loser AND finished) AS suppressed_losers_completed,
            count(*) FILTER (WHERE role = 'primary' AND suppressed_loser AND NOT rescue) AS suppressed_losers_wasted,
+           count(*) FILTER (WHERE role = 'primary' AND failed_after_suppression) AS failed_after_suppression,
            count(*) FILTER (WHERE role = 'secondary') AS secondary_attempts,
            count(*) FILTER (WHERE role = 'secondary' AND winner) AS secondary_wins,
            count(*) FILTER (WHERE role = 'secondary' AND suppressed_loser) AS secondary_suppressed_losers,
+           count(*) FILTER (WHERE role = 'secondary' AND failed_after_suppression)
+               AS secondary_failed_after_suppression,
            count(*) FILTER (WHERE wasted) AS wasted_attempts,
            CASE WHEN count(*) FILTER (WHERE wasted) = 0 THEN 0
                 ELSE round(sum(wasted_ms) FILTER (WHERE wasted) / 1000.0, 3) END AS wasted_seconds,

@@ -233,8 +233,8 @@ def test_views(s12_db):
 
 def test_requests_and_attempts_agree_on_suppressed_losers(tmp_path):
     """One rule (views/attempts.sql) for log_attempts, log_requests and hedge_attempts, odd
-    values included: a loser needs a winner in its race,
-    is not one the gateway cancelled, and finished or had its stream suppressed."""
+    values included: a loser needs a winner in its race, and its nonce finished (the gateway's
+    visibility=suppressed_loser); suppressed and then failed is failed_after_suppression."""
     def rc(req, n, w, f, p="false"):
         return (f"2026/09/30 11:02:47 request={req} stage=race_completed escrow=7 nonce={n} host=abcd1234 "
                 f"winner={w} finished={f} probe={p}\n")
@@ -245,16 +245,17 @@ def test_requests_and_attempts_agree_on_suppressed_losers(tmp_path):
     lines += [rc("req-1-2", 7, "false", "true"),                 # no winner in its race: not a loser
               rc("req-1-3", 8, "true", "true"),
               "2026/09/30 11:02:47 request=req-1-3 stage=stream_suppressed escrow=7 nonce=9 host=abcd1234\n",
-              rc("req-1-3", 9, "false", "false"),                 # suppressed, ran to its own end: a loser
+              rc("req-1-3", 9, "false", "false"),                 # suppressed, then failed: counted apart
               "2026/09/30 11:02:47 request=req-1-3 stage=speculative_attempt_canceled escrow=7 nonce=10\n",
-              rc("req-1-3", 10, "false", "true")]                 # cancelled by the gateway: not a loser
+              rc("req-1-3", 10, "false", "true")]                 # cancelled, yet its nonce finished: a loser
     log = tmp_path / "gw.log"
     log.write_text("".join(lines))
     db = tmp_path / "a.duckdb"
     assert collect(db, log).returncode == 0
     losers = q(db, "SELECT nonce FROM log_attempts WHERE suppressed_loser ORDER BY nonce")
-    assert losers == [(2,), (3,), (6,), (9,)]
+    assert losers == [(2,), (3,), (6,), (10,)]
     assert q(db, "SELECT nonce FROM hedge_attempts WHERE suppressed_loser ORDER BY nonce") == losers
+    assert q(db, "SELECT nonce FROM hedge_attempts WHERE failed_after_suppression") == [(9,)]
     assert q(db, "SELECT request, attempts, suppressed_losers FROM log_requests ORDER BY request") == [
         ("req-1-1", 6, 3), ("req-1-2", 1, 0), ("req-1-3", 3, 1)]
 

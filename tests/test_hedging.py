@@ -15,8 +15,8 @@ H = FIXTURES / "hedging"
 TRUTH = json.loads((H / "incident.truth.json").read_text())
 RANGE = ["--since", "2026-10-23T11:00:00", "--until", "2026-10-23T13:00:00"]
 SMALL_RANGE = ["--since", "2026-10-23T08:00:00", "--until", "2026-10-23T10:00:00"]
-COUNT_KEYS = ("primary_races", "primary_wins", "primary_losses", "suppressed_losers", "secondary_attempts",
-              "secondary_wins", "secondary_suppressed_losers")
+COUNT_KEYS = ("primary_races", "primary_wins", "primary_losses", "suppressed_losers", "failed_after_suppression",
+              "secondary_attempts", "secondary_wins", "secondary_suppressed_losers")
 FORMATS = {
     "gz": ["incident.log.gz"],
     "docker": ["incident-docker.log"],
@@ -65,6 +65,7 @@ def test_hosts_match_the_ground_truth(incident):
         assert h["primary_rescued"] == t["rescued"]
     p = got["p232vrcn"]           # the testnet numbers
     assert (p["primary_races"], p["primary_wins"], p["primary_losses"], p["suppressed_losers"]) == (45, 15, 30, 29)
+    assert (p["failed_after_suppression"], p["suppressed_losers_completed"], p["primary_rescued"]) == (1, 29, 0)
     assert (got["q9u4txhy"]["secondary_attempts"], got["q9u4txhy"]["secondary_wins"]) == (24, 24)
     assert (got["kepcgs0y"]["secondary_attempts"], got["kepcgs0y"]["secondary_suppressed_losers"]) == (26, 20)
 
@@ -255,6 +256,31 @@ def test_one_suppressed_loser_rule_in_both_attempt_views(tmp_path_factory, incid
         con.close()
     truth = sum(h["suppressed_losers"] + h["secondary_suppressed_losers"] for h in TRUTH["hosts"])
     assert differ == 0 and losers == truth and rows == attempts
+
+def test_a_loser_that_stalls_after_suppression_is_no_suppressed_loser(incident):
+    """The gateway's vocabulary (gateway-logs.md 13.3): visibility=suppressed_loser is a loser
+    whose nonce finished. #2105's 30th lost primary race: the remote primary's stream was
+    suppressed, then it stalled and ended sse_truncated (failed_not_finished to the gateway).
+    It is counted apart, its race is no rescue, and its work up to its end is waste."""
+    import duckdb
+
+    con = duckdb.connect(str(incident[0]), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT failure_reason, stream_suppressed, suppressed_loser, rescue, wasted, "
+            "wasted_ms = epoch_ms(end_ts) - (SELECT epoch_ms(max(ts)) FROM log_events e WHERE e.name = "
+            "'winner_selected' AND e.request = h.request) "
+            "FROM hedge_attempts h WHERE failed_after_suppression").fetchall()
+        by_role = con.execute("SELECT role, count(*) FILTER (WHERE suppressed_loser), "
+                              "count(*) FILTER (WHERE failed_after_suppression) FROM hedge_attempts "
+                              "WHERE host = 'p232vrcn' GROUP BY role").fetchall()
+    finally:
+        con.close()
+    assert rows == [("sse_truncated", True, False, False, True, True)]
+    assert by_role == [("primary", 29, 1)]
+    assert _by_label(incident[1])["p232vrcn"]["failed_after_suppression"] == 1
+    assert incident[1]["totals"]["failed_after_suppression"] == 1
+
 
 # -- every format, the same rows ----------------------------------------------------------------
 @pytest.mark.parametrize("fmt", sorted(FORMATS))

@@ -392,6 +392,7 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
                 {"races": h["primary_races"], "wins": h["primary_wins"], "losses": h["primary_losses"],
                  "rescued": h["primary_rescued"], "suppressed_losers": h["suppressed_losers"],
                  "suppressed_losers_completed": h["suppressed_losers_completed"],
+                 "failed_after_suppression": h["failed_after_suppression"],
                  "wasted_seconds": h["wasted_seconds"], "wasted_bytes": h["wasted_bytes"],
                  "wasted_tokens": h["wasted_tokens"], "beaten_by": beaten.get(h["label"], []),
                  "thresholds": {"min_races": WASTE_MIN_RACES, "loss_share": WASTE_LOSS_SHARE,
@@ -478,8 +479,11 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
 
     shown = [h for h in hosts if _matches(h, options.participant)]
     notes = _notes(facts, options, shown, since, until)
+    check = _metrics_check(hosts, store.query("hedging_metrics_suppressed", **args), since, until)
+    if check is not None:
+        notes.append(check["summary"])
     unresp_data = _unresponsive(unresp)
-    totals = _totals(total, facts, races)
+    totals = _totals(total, facts, races, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     race_list = [_race_json(r) for r in races]
@@ -512,7 +516,60 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
     coverage = {"sources": ["gateway_log", "chain"] if epoch is not None and not (options.since or options.until)
                 else ["gateway_log"], "missing": [], "unknown": unknown, "log_covers_range": covered,
                 "log_span": [facts["first_ts"], facts["last_ts"]], "time_resolution": facts["time_resolution"]}
+    if check is not None:
+        coverage["sources"].append("metrics")
+        coverage["suppressed_losers_vs_metrics"] = check
     return Result(KEY, TITLE, data, tables, findings, coverage, header=header)
+
+
+def _count(x: float) -> float | int:
+    """A counter's value as an int when it is whole (a count of attempts)."""
+    return int(x) if float(x).is_integer() else x
+
+
+METRIC_SUPPRESSED = 'devshard_gateway_attempts_terminal_total{visibility="suppressed_loser"}'
+
+
+def _metrics_check(hosts: list[dict[str, Any]], rows: list[dict[str, Any]], since: datetime | None,
+                   until: datetime | None) -> dict[str, Any] | None:
+    """The analysis's suppressed losers against the gateway's own count of them: the increase of
+    attempts_terminal_total{visibility="suppressed_loser"} over the range, from the stored
+    /metrics scrapes (queries/hedging_metrics_suppressed.sql), per participant and in all.
+    None when no scrape is stored; status ``agree``, ``disagree``, or ``not_compared`` when
+    the scrapes do not bracket the range (the increase is then unknown, not zero)."""
+    if not rows:
+        return None
+    ours = {h["host"]: (h["suppressed_losers"], h["secondary_suppressed_losers"]) for h in hosts}
+    out: dict[str, Any] = {"metric": METRIC_SUPPRESSED, "urls": sorted({r["url"] for r in rows}),
+                           "analysis": sum(p + s for p, s in ours.values()),
+                           "basis": "the metric counts an attempt when it ends, the analysis by its race's time, so "
+                                    "races across the range's ends can differ; the metric counts every model and "
+                                    "escrow of the gateway scraped, the analysis the races in the logs read"}
+    unbracketed = sorted({r["url"] for r in rows if not r["bracketed"]})
+    if unbracketed:
+        out.update(status="not_compared", gateway=None,
+                   summary=f"suppressed losers not compared with {METRIC_SUPPRESSED}: no scrape of "
+                           f"{', '.join(unbracketed)} at or before {utc_text(since)} and another at or after "
+                           f"{utc_text(until)}, so the metric's increase over the range is unknown")
+        return out
+    theirs: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        if r["participant"] is not None:
+            theirs[r["participant"]][0 if r["role"] == "primary" else 1] += r["increase"]
+    by = []
+    for who in sorted(set(ours) | set(theirs)):
+        a, g = ours.get(who, (0, 0)), [_count(x) for x in theirs.get(who, [0, 0])]
+        if sum(a) or sum(g):
+            by.append({"participant": who, "analysis": sum(a), "gateway": sum(g),
+                       "analysis_primary": a[0], "gateway_primary": g[0]})
+    differ = [b for b in by if b["analysis"] != b["gateway"] or b["analysis_primary"] != b["gateway_primary"]]
+    gateway = _count(sum(sum(v) for v in theirs.values()))
+    out.update(status="disagree" if differ else "agree", gateway=gateway, by_participant=by,
+               disagreements=[b["participant"] for b in differ])
+    out["summary"] = (f"suppressed losers: the analysis counts {out['analysis']}, the gateway's {METRIC_SUPPRESSED} "
+                      f"rose by {gateway} over the range" + (
+                          f"; they disagree for {', '.join(out['disagreements'])}" if differ else ": they agree"))
+    return out
 
 
 def _beaten(beaten_rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -554,11 +611,15 @@ def _unresponsive(unresp: list[dict[str, Any]]) -> dict[str, Any]:
                     "finished normally (race_completed finished=true responsive=true)"}
 
 
-def _totals(total: dict[str, Any], facts: dict[str, Any], races: list[dict[str, Any]]) -> dict[str, Any]:
-    """The range's totals, with the time resolution and what the rescues saved."""
+def _totals(total: dict[str, Any], facts: dict[str, Any], races: list[dict[str, Any]],
+            hosts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The range's totals, with the time resolution, what the rescues saved and the losers
+    that failed after their suppression (the gateway's failed_not_finished, not suppressed)."""
     rescue_latency = [latency_ms(r["primary"]) - latency_ms(r["winner"]) for r in races
                       if r["rescue"] and latency_ms(r["primary"]) is not None and latency_ms(r["winner"]) is not None]
     totals = {k: v for k, v in total.items() if k != "hour"}
+    totals["failed_after_suppression"] = sum(h["failed_after_suppression"] + h["secondary_failed_after_suppression"]
+                                             for h in hosts)
     totals["time_resolution"] = facts["time_resolution"]
     totals["rescue_latency_saved_seconds"] = round(sum(rescue_latency) / 1000, 3) if rescue_latency else None
     totals["rescues_primary_never_delivered"] = sum(1 for r in races if r["rescue"] and latency_ms(r["primary"]) is None)
@@ -583,7 +644,8 @@ def _header(what: str, since: datetime | None, until: datetime | None, totals: d
 
 HOST_KEYS = ("host", "label", "label_status", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
              "primary_no_winner", "loss_rate", "suppressed_losers", "suppressed_losers_completed",
-             "secondary_attempts", "secondary_wins", "secondary_suppressed_losers", "wasted_seconds",
+             "failed_after_suppression", "secondary_attempts", "secondary_wins", "secondary_suppressed_losers",
+             "secondary_failed_after_suppression", "wasted_seconds",
              "wasted_attempts", "wasted_time_unknown", "wasted_chunks", "wasted_bytes", "wasted_tokens",
              "attempt_seconds", "output_bytes", "beaten_by")
 

@@ -6,8 +6,9 @@
 -- receipt, first token, winner_selected, suppression, cancellation). The same in every log
 -- format: only fields and line order are used.
 --   race       the attempts of one request (request=). A line without a request belongs to
---              no race: its role, primary_nonce, race_has_winner, loser and suppressed_loser
---              are NULL (unknown). PoC probes (probe=true) are not attempts of the race.
+--              no race: its role, primary_nonce, race_has_winner, loser, suppressed_loser and
+--              failed_after_suppression are NULL (unknown). PoC probes (probe=true) are not
+--              attempts of the race.
 --   primary    ONE RULE: the attempt whose nonce was assigned first. That is the nonce on
 --              the request's first decision_made line; when no decision_made was read (the
 --              log starts inside the request), the request's lowest non-probe nonce (nonces
@@ -19,11 +20,16 @@
 --   cancelled  the gateway ended the attempt (speculative_attempt_canceled, or
 --              failure_reason=client_cancelled): it did not run to its own end.
 --   loser      a non-probe attempt that is not the winner of a race that has one.
---   suppressed loser  ONE RULE: a loser whose stream was suppressed because the other
---              attempt won (a stream_suppressed line, or finished=true: a non-winner can only
---              finish after the winner existed), and which then ran on to completion
---              (finished=true) or to its own end (not cancelled). The gateway's own
---              visibility=suppressed_loser (gateway-logs.md 13.3) counts finished ones only.
+--   suppressed loser  ONE RULE, the gateway's own (visibility=suppressed_loser,
+--              gatewayAttemptVisibility; gateway-logs.md 4.4 and 13.3): a loser whose nonce
+--              finished (race_completed finished=true): the host did the full work and it was
+--              discarded. attempts_terminal_total{visibility="suppressed_loser"} counts the same
+--              attempts (probes and races without a winner aside).
+--   failed_after_suppression  a loser whose stream was suppressed because the other attempt
+--              won (a stream_suppressed line) and which then failed on its own (finished=false,
+--              not cancelled: stalled, sse_truncated, ...). Not a suppressed loser: the gateway
+--              counts it visibility=failed_not_finished. Its work up to its end is still thrown
+--              away: it is waste like any loser's.
 --   start_pos, end_pos  file_id x 10^12 + line_no of the attempt's first line (prepared,
 --              poc_probe_prepared or started) and of its race_completed line: line order
 --              across files, for placing other lines (escalations) against the attempt.
@@ -112,5 +118,8 @@ WITH ev AS MATERIALIZED (
     FROM joined j
 )
 SELECT *,
-       loser AND NOT cancelled AND (coalesce(finished, false) OR stream_suppressed) AS suppressed_loser
+       CASE WHEN loser IS NOT NULL THEN loser AND coalesce(finished, false) END AS suppressed_loser,
+       CASE WHEN loser IS NOT NULL
+            THEN loser AND NOT coalesce(finished, false) AND NOT cancelled AND stream_suppressed END
+           AS failed_after_suppression
 FROM roles;

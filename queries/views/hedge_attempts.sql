@@ -3,8 +3,10 @@
 --
 -- Definitions (the same in every log format: only fields and line order are used, and a
 -- line's time only where a duration has no field of its own). The attempt, its race, the
--- primary, cancelled, loser and suppressed loser are those of views/attempts.sql (one rule
--- each); this view adds:
+-- primary, cancelled, loser, suppressed loser (a loser whose nonce finished: the gateway's
+-- visibility=suppressed_loser) and failed_after_suppression (a loser whose stream was
+-- suppressed and which then failed, stalled or sse_truncated: the gateway's
+-- failed_not_finished) are those of views/attempts.sql (one rule each); this view adds:
 --   race       a user request dispatched to devshard hosts: a request with at least one
 --              non-probe attempt. Cache hits never reach a host and are not races.
 --   start_reason  'primary' for the primary; for a secondary the escalation line that
@@ -17,7 +19,8 @@
 --   winner     the attempt with race_completed winner=true. The primary wins the race
 --              when its attempt is the winner.
 --   rescue     a race whose winner is a secondary and whose primary failed on its own
---              (finished=false, not cancelled) or whose winning secondary was started by a
+--              before the winner suppressed it (finished=false, not cancelled, not
+--              failed_after_suppression) or whose winning secondary was started by a
 --              stall escalation (receipt_timeout, first_token_timeout, attempt_failed,
 --              suspicious_host, phase_transition_aborted): the hedge did useful work.
 --   wasted work of a loser that is not in a rescue: its time after the winner was
@@ -25,7 +28,8 @@
 --              else the winner's first_token time), its output chunks and bytes and its
 --              usage tokens (all of a loser's output is discarded: content before a winner
 --              exists would have made it the winner). In a rescue race the losers' work is
---              not counted as waste (rescue_*).
+--              not counted as waste (rescue_*). A failed_after_suppression loser's work is
+--              waste too, up to its end (its race_completed line).
 --   wasted_ms  precision is the lines' time precision: 1 s under the plain Go prefix
 --              (see hedging_totals.time_resolution).
 --   ttft_ms    started -> first_token (line times); receipt_ms is receipt_received's
@@ -71,7 +75,8 @@ WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both us
            first(start_reason) FILTER (WHERE winner AND NOT probe) AS winner_start_reason,
            first(coalesce(winner_selected_ts, first_token_ts)) FILTER (WHERE winner AND NOT probe)
                AS race_winner_selected_ts,
-           first(NOT finished AND NOT cancelled) FILTER (WHERE role = 'primary') AS primary_failed,
+           first(NOT finished AND NOT cancelled AND NOT failed_after_suppression) FILTER (WHERE role = 'primary')
+               AS primary_failed,
            min(started_ts) AS race_started_ts
     FROM reasons GROUP BY request
 ), race AS (
@@ -96,7 +101,7 @@ SELECT request, escrow, nonce, host, participant, model, race_ts, decision, dela
        attempt_ms, output_chunks, content_chunks, output_bytes, usage_tokens, input_bytes, stall_count, max_gap_ms,
        receipt_ms, ttft_ms, started_ts, first_token_ts, ts AS end_ts,
        race_attempts, race_has_winner, winner_nonce, winner_host, winner_role, winner_start_reason, rescue,
-       loser, suppressed_loser,
+       loser, suppressed_loser, failed_after_suppression,
        after_winner_ms,
        (loser AND NOT coalesce(rescue, false)) AS wasted,
        CASE WHEN loser AND NOT coalesce(rescue, false) THEN after_winner_ms END AS wasted_ms,
