@@ -148,7 +148,7 @@ SOURCES = Group("sources", [
     _opt("record", Annotated[Optional[Path], typer.Option("--record", metavar="DIR",
         help="Save every raw response under DIR, to replay later or attach to a bug report.")], None),
     _opt("rate", Annotated[float, typer.Option("--rate", envvar="AUDITOR_RATE", min=0,
-        help="Requests per minute per node (burst 200); 0 = unlimited, for a private node.")], 20.0),
+        help="Requests per minute per node (burst 200; watch: 20); 0 = unlimited, for a private node.")], 20.0),
     _opt("timeout", Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one HTTP answer.")], 10.0),
     _opt("offline", Annotated[bool, typer.Option("--offline", help="Use only what the store holds; collect nothing.")], False),
     _opt("refresh", Annotated[bool, typer.Option("--refresh", help="Fetch a finished epoch again even if it is cached.")], False),
@@ -666,7 +666,7 @@ def main(argv: list[str] | None = None) -> None:
         _finite_floats(command)
         code = command.main(args=args, prog_name="auditor", standalone_mode=False)
     except click_exc.UsageError as exc:
-        where = f" (auditor {exc.ctx.info_name} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
+        where = f" ({exc.ctx.command_path} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
         _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password
     except click_exc.ClickException as exc:
         _fail(f"error: {exc.format_message()}", exc.exit_code)

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import TypeVar
 
 from .report.text import plain, terminal
+from .times import utc_text
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ class Progress:
         if self._console is not None:
             self._console.log(terminal(msg))
         else:
-            stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            stamp = utc_text(datetime.now(timezone.utc), "seconds")
             print(f"{stamp} auditor: {plain(msg)}", file=sys.stderr, flush=True)
 
     def track(self, items: Iterable[T], what: str, total: int | None = None) -> Iterator[T]:

@@ -22,6 +22,7 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -189,9 +190,10 @@ Example:
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
                     "without a log, its misses in dispatch phase `confirmation_poc` by the accounting API, a large "
                     "share of its misses; error when they flip its miss test",
-                    "attach `auditor poc-overload {epoch} --participant {subject} --format md` (its capped "
-                    "counterfactual) to an issue in gonka-ai/gonka; preserved-host pile-ups in cPoC are #2107",
-                    when=(("window_flips_verdict", "; the window's misses alone flipped its miss test"),)),
+                    "attach `auditor poc-overload {epoch} --participant {subject} --format md` to an issue in "
+                    "gonka-ai/gonka; preserved-host pile-ups in cPoC are #2107",
+                    when=(("window_flips_verdict", "; the window's misses alone flipped its miss test"),
+                          ("counterfactual", "; the report holds the window replayed with the proposed cap"))),
                Code("miss_count_discrepancy", ("warn",), "participant",
                     "a gateway's accounting, or the logs in one cPoC window, count more misses for a participant "
                     "than the chain's `missed_requests` for the whole epoch",
@@ -381,7 +383,10 @@ def action_of(finding: Any) -> str | None:
         return None
     ev = finding.evidence or {}
     row = ev.get("row") if isinstance(ev.get("row"), dict) else {}
-    facts = _Facts({k: v for k, v in {**row, **ev}.items() if v is not None and not isinstance(v, (dict, list))})
+    from ..times import utc_text
+
+    facts = _Facts({k: utc_text(v) if isinstance(v, datetime) else v for k, v in {**row, **ev}.items()
+                    if v is not None and not isinstance(v, (dict, list))})
     facts.update(subject=finding.subject.get("id"), model=finding.model or "…")
     text = code.action.format_map(facts)
     for key, clause in code.when:

@@ -807,7 +807,7 @@ def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: 
     for p in peaks:
         out.append(Finding(
             "mint_peak", "warn", {"kind": "model", "id": p["model"]},
-            (f"{p['mints']} mints of {p['model']} from {p['start']} to {p['end']}: {p['explained']} explained by the "
+            (f"{p['mints']} mints of {p['model']} from {utc_text(p['start'])} to {utc_text(p['end'])}: {p['explained']} explained by the "
              f"rotation target and legitimate deactivations, {p['rest']} not; baseline {p['rotation_baseline']} "
              f"regular mint(s) per epoch-start rotation ({p['baseline_basis'].split(':')[0]})"),
             {"epoch": epoch, **p, "query": "queries/remints_mints.sql"}, model=p["model"]))

@@ -210,7 +210,7 @@ def _data(reading: Any, p0_now: P0Result, p0_end: P0Result, now_rows: dict, show
         "progress": round(w.progress, 6),
         "start_height": w.start,
         "end_height": w.end,
-        "taken_at": utc_text(reading.taken_at),
+        "taken_at": reading.taken_at,
         "network": {"requests_so_far": req, "missed_so_far": miss,
                     "miss_share": (miss / req) if req else None, "p0": float(p0_now.p0),
                     "p0_projected": float(p0_end.p0), "skip": p0_now.skip},
@@ -230,7 +230,7 @@ def _header(data: dict, p0_now: P0Result) -> list[tuple[str, str]]:
     src = data["missed_by_source"]
     return [
         ("epoch", f"{data['epoch']} (counters of heights {data['start_height']:,} … {data['end_height']:,})"),
-        ("height", f"{data['height']:,} ({data['progress']:.1%} of the epoch) at {data['taken_at']}"),
+        ("height", f"{data['height']:,} ({data['progress']:.1%} of the epoch) at {utc_text(data['taken_at'])}"),
         ("network miss share", share),
         ("p0 if the epoch ended now", f"{n['p0']:g}" + (" (outage breaker: nobody punished)" if p0_now.skip else "")
          + f"; at the projected end {n['p0_projected']:g}"),
@@ -290,7 +290,7 @@ def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") 
     """One line per participant whose verdicts, finding or margin changed since ``before``:
     text, or with ``fmt`` json one JSON object (``changed``: each key's ``[before, now]``)."""
     d = result.data
-    head = f"{d['taken_at']} epoch {d['epoch']} height {d['height']:,} ({d['progress']:.1%})"
+    head = f"{utc_text(d['taken_at'])} epoch {d['epoch']} height {d['height']:,} ({d['progress']:.1%})"
     out = []
     for participant, now in state_of(result).items():
         old = (before or {}).get(participant)
@@ -298,7 +298,7 @@ def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") 
             continue
         changed = {k: [None if old is None else old[k], v] for k, v in now.items() if old is None or old[k] != v}
         if fmt == "json":
-            out.append(json.dumps({"taken_at": d["taken_at"], "epoch": d["epoch"], "height": d["height"],
+            out.append(json.dumps({"taken_at": utc_text(d["taken_at"]), "epoch": d["epoch"], "height": d["height"],
                                    "progress": d["progress"], "participant": participant, "changed": changed}))
         else:
             out.append(f"{head}: {participant} " + ", ".join(
@@ -390,8 +390,7 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
         else:
             counts["never_warned_ok"] += 1
             outcome = "not zeroed, never warned"
-        out.append({**r, "settled_verdict": verdict, "first_warned_at": utc_text(r["first_warned_at"])
-                    if r["first_warned_at"] else None, "outcome": outcome})
+        out.append({**r, "settled_verdict": verdict, "first_warned_at": r["first_warned_at"], "outcome": outcome})
     notes = [] if mt.unavailable is None else [f"settled verdicts unknown: {mt.unavailable}"]
     data = {"epoch": epoch, "backtest": True, **counts, "notes": notes, "participants": out}
     header = [("epoch", str(epoch)),

@@ -47,9 +47,6 @@ class FileRec:
 _COLS = list(FileRec.__dataclass_fields__)
 
 
-_COLS = list(FileRec.__dataclass_fields__)
-
-
 class LogFiles:
     """The log_files records of a store, as this run reads and moves them."""
 
