@@ -643,9 +643,6 @@ def _vector_json(sub):
         at = lax.arg_true()
         strict = body.gather(at).str.json_path_match("$").is_not_null()
         ok = ok.scatter(at.filter(~strict), False)
-    # a typed number or boolean is written as text in fields (parse_line does it): such
-    # records (and, harmlessly, any whose strings look alike) go to parse_line
-    ok = ok & ~body.str.contains(TYPED_JSON_VALUE_RE).fill_null(False)
     g = pl.col("g")
     # the request id of the head only (a later "request" key stays a field, as in parse_line)
     head_req = pl.col("body").str.contains(JHEAD_REQ_RE)
@@ -656,7 +653,22 @@ def _vector_json(sub):
         request=pl.when(head_req).then(pl.col("request")),
         fields=pl.col("body").str.replace(JHEAD_RE + ",?", "{"),
     )
+    # a typed number or boolean is written as text in fields, as parse_line writes it: the
+    # records that may hold one (and, harmlessly, any whose strings look alike) in Python
+    typed = ok & body.str.contains(TYPED_JSON_VALUE_RE).fill_null(False)
+    if typed.any():
+        at = typed.arg_true()
+        texts = [_JSON_SCALAR.sub(_as_string, t) for t in out["fields"].gather(at)]
+        out = out.with_columns(fields=out["fields"].scatter(at, pl.Series(texts, dtype=pl.String)))
     return out, ok
+
+
+# a JSON string (kept) or a number or boolean outside strings (written as a string)
+_JSON_SCALAR = re.compile(r'("(?:[^"\\]|\\.)*")|(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false)')
+
+
+def _as_string(m: re.Match) -> str:
+    return m.group(1) or f'"{m.group(2)}"'
 
 
 _local = threading.local()
