@@ -86,6 +86,7 @@ def test_the_1799_excerpt_as_pasted_gives_the_deactivation(tmp_path):
     assert d["at"] is None and d["timing_ms"] is None            # no stand-in time is reported
     # the balance is not known (no mint, no periodic check): unknown, never a guess
     assert d["classification"] == "unknown" and d["evidence"]["balance"]["upper_bound"] == 80_000_000
+    assert any("carry no times" in m for m in d["missing"])      # recent use is unknown, not "none"
 
 
 def test_order_alone_decides_then(tmp_path):

@@ -41,6 +41,7 @@ SQL: ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_m
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -312,6 +313,9 @@ class Untimed:
         if d["evidence"].get("minted_at") is not None and d["evidence"]["minted_at"].year == 1970:
             d["evidence"]["minted_at"] = None
         d["evidence"].pop("exhaustion", None)
+        # recent use needs times: say that, not that none was seen
+        d["missing"] = [re.sub(r"; and no ordinary request served in the \d+ min before$",
+                               "; and its recent use (the lines carry no times)", m) for m in d["missing"]]
         d["basis"] = f"{d['basis']}; {UNTIMED_BASIS}" if d["basis"] else UNTIMED_BASIS
 
     def _epoch(self, r: dict[str, Any], lives: dict[int, dict[str, Any]]) -> int | None:
