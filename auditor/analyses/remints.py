@@ -33,7 +33,12 @@ a legitimate deactivation with no replacement line; and the unexplained rest). A
 is a window of ``peak_window_minutes`` in which the mints that the rotation target and the
 legitimate deactivations do not explain number at least ``peak_min``.
 
-SQL: ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_mints.sql``,
+Lines without times (a pasted excerpt: gateway-logs.md 13.1) are ordered by their position
+alone and placed in their escrow's epoch (:class:`Untimed`); their deactivations say in
+``basis`` that times are unknown, and deactivation or mint lines no epoch places are missing
+coverage.
+
+SQL: ``queries/remints_untimed_lines.sql``, ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_mints.sql``,
 ``remints_log_spans.sql``. Findings: ``spurious_remint`` (warn, subject the escrow) and
 ``mint_peak`` (warn, subject the model).
 """

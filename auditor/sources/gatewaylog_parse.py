@@ -17,7 +17,12 @@ Three paths with one meaning:
 
 An event's ``fields`` is a JSON object text holding every ``key=value`` pair of the line
 except the line's identity (``request=`` before ``stage=`` and the first ``stage=``), values
-as strings in text lines, as typed in JSON records, in line order (duplicates kept).
+as strings (a JSON record's numbers and booleans too, as the gateway's stage logger writes
+them: gateway-logs.md 13.1; nested objects and arrays stay JSON), in line order (duplicates
+kept). A raw event named by a stage name (``STAGE_NAMES``) is that stage, its request
+unknown; a raw event's trailing words that are no pairs are the last key's value (an
+unquoted Go ``%v``), unless they open with an em dash; a standalone ``…`` or ``...`` (a
+reporter's cut) is dropped.
 Synthetic keys start with ``_``: ``_text`` (free text that is not a pair, e.g. the
 em-dash tail of ``escrow_balance_low``) and ``_event`` (the event words of a
 ``chain phase gate:`` line).
