@@ -33,7 +33,12 @@ a legitimate deactivation with no replacement line; and the unexplained rest). A
 is a window of ``peak_window_minutes`` in which the mints that the rotation target and the
 legitimate deactivations do not explain number at least ``peak_min``.
 
-SQL: ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_mints.sql``,
+Lines without times (a pasted excerpt: gateway-logs.md 13.1) are ordered by their position
+alone and placed in their escrow's epoch (:class:`Untimed`); their deactivations say in
+``basis`` that times are unknown, and deactivation or mint lines no epoch places are missing
+coverage.
+
+SQL: ``queries/remints_untimed_lines.sql``, ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_mints.sql``,
 ``remints_log_spans.sql``. Findings: ``spurious_remint`` (warn, subject the escrow) and
 ``mint_peak`` (warn, subject the model).
 """
@@ -41,6 +46,7 @@ SQL: ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_m
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -247,6 +253,97 @@ def check_bound(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans, thr
                           if since else ", and no request since"))}
 
 
+# -- lines without times ------------------------------------------------------------------
+# the stand-in time between two lines without times: over the 1 ms slack that lets a failure
+# logged in the same millisecond as its exhaustion count, so a failure only counts before it
+LINE_STEP = timedelta(milliseconds=2)
+UNTIMED_BASIS = "times unknown: the lines carry no timestamp; their order alone places them"
+_LIFE_AT = {"escrow_rotation_created": "minted_at", "escrow_depletion_deactivated": "deactivated_at",
+            "devshard_deactivated": "devshard_deactivated_at", "runtime_retired": "retired_at",
+            "escrow_balance_exhausted": "exhausted_at", "gateway_replacing_exhausted_escrow": "replacing_at",
+            "escrow_balance_low": "low_at", "escrow_nonce_high": "nonce_high_at",
+            "escrow_depletion_replacement_created": "replaced_at"}
+
+
+class Untimed:
+    """Lines without a time (``queries/remints_untimed_lines.sql``). Classification runs on
+    their order: each line gets a stand-in time, LINE_STEP per line from 1970, used
+    only to order them (which comes first, which failure precedes which exhaustion) and
+    removed from every deactivation before it is reported (``unplace``). Recency ("had
+    just served ordinary requests") needs times, so untimed requests never count for it."""
+
+    def __init__(self, lines: list[dict[str, Any]]) -> None:
+        from datetime import timezone
+
+        self.lines = lines
+        origin = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        for r in lines:
+            r["at"] = origin + LINE_STEP * int(r["ord"])
+
+    def place_requests(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        first: dict[str, datetime] = {}
+        failed: dict[str, datetime] = {}
+        for r in self.lines:
+            if r["request"] is not None:
+                first.setdefault(r["request"], r["at"])
+                if r["name"] == "runner_prepare_failed":
+                    failed.setdefault(r["request"], r["at"])
+        for r in requests:
+            if r["ts"] is None and r["request"] in first:
+                r["ts"], r["untimed"] = first[r["request"]], True
+                if r["insufficient_balance"] and r["failed_at"] is None:
+                    r["failed_at"] = failed.get(r["request"])
+        return [r for r in requests if r["ts"] is not None]
+
+    def place_lives(self, lives: dict[int, dict[str, Any]]) -> None:
+        for r in self.lines:
+            col = _LIFE_AT.get(r["name"])
+            life = lives.get(r["escrow"]) if r["escrow"] is not None else None
+            if col is None or life is None:
+                continue
+            if life[col] is None:
+                life[col], life["untimed"] = r["at"], True
+            if col == "minted_at":
+                life["untimed_mint"] = True
+
+    @staticmethod
+    def unplace(d: dict[str, Any]) -> None:
+        """A deactivation classified on stand-in times: no time is reported, the basis says so."""
+        for k in ("at", "deactivated_at", "replaced_at"):
+            if d[k] is not None and d[k].year == 1970:
+                d[k] = None
+        d["timing_ms"] = None
+        if d["request"]:
+            d["request"]["at"] = None
+        if d["evidence"].get("minted_at") is not None and d["evidence"]["minted_at"].year == 1970:
+            d["evidence"]["minted_at"] = None
+        d["evidence"].pop("exhaustion", None)
+        # recent use needs times: say that, not that none was seen
+        d["missing"] = [re.sub(r"; and no ordinary request served in the \d+ min before$",
+                               "; and its recent use (the lines carry no times)", m) for m in d["missing"]]
+        d["basis"] = f"{d['basis']}; {UNTIMED_BASIS}" if d["basis"] else UNTIMED_BASIS
+
+    def _epoch(self, r: dict[str, Any], lives: dict[int, dict[str, Any]]) -> int | None:
+        if r["epoch"] is not None and r["name"] == "escrow_rotation_created":
+            return int(r["epoch"])
+        # the escrow's own epoch, else (as _in_epoch places a deactivation) its replacement's
+        repl = (lives.get(r["escrow"]) or {}).get("replacement_escrow") if r["escrow"] is not None else None
+        for eid in (r["escrow"], r["new_escrow"], repl):
+            e = (lives.get(eid) or {}).get("creation_epoch") if eid is not None else None
+            if e is not None:
+                return int(e)
+        return None
+
+    def unplaceable(self, lives: dict[int, dict[str, Any]]) -> list[str]:
+        """The deactivation and mint lines no epoch places, as ``path:line name escrow=…``."""
+        return [f"{r['path']}:{r['line_no']} {r['name']} escrow={r['escrow']}" for r in self.lines
+                if r["lifecycle"] and self._epoch(r, lives) is None]
+
+    def mints(self, lives: dict[int, dict[str, Any]], epoch: int) -> list[int]:
+        return [r["escrow"] for r in self.lines if r["name"] == "escrow_rotation_created"
+                and self._epoch(r, lives) == epoch]
+
+
 # -- one deactivation -------------------------------------------------------------------------
 def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
     """The first end-of-life trigger logged for the escrow, and its time."""
@@ -379,7 +476,7 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
     d["evidence"]["balance"] = {"lower_bound": lower, "upper_bound": bal["upper"], "threshold": thr,
                                 "from_chain_amount": bal["lower"], "from_periodic_check": chk and chk["lower"]}
     recent = [r for r in uses.before(eid, f["failed_at"], since=f["failed_at"] - timedelta(minutes=opts.recent_minutes))
-              if r["outcome"] == "succeeded"]
+              if r["outcome"] == "succeeded" and not r.get("untimed")]
     d["evidence"]["recent_ordinary_requests"] = len(recent)
     missing = d["missing"]
     if res is None:
@@ -644,7 +741,7 @@ def _in_epoch(life: dict[str, Any], d: dict[str, Any] | None, epoch: int, spans:
         return False
     if d["replacement_escrow"] is not None and (lives.get(d["replacement_escrow"]) or {}).get("creation_epoch") == epoch:
         return True
-    return spans.epoch_near(d["at"]) == epoch
+    return d["at"] is not None and spans.epoch_near(d["at"]) == epoch
 
 
 def _costs(deacts: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses: Uses) -> dict[str, Any]:
@@ -696,9 +793,14 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
         opts = replace(opts, threshold=DEFAULT_THRESHOLD)
         threshold_source = "the gateway's default balanceMinimumThreshold (none logged)"
     spans = Spans.load(store)
-    uses = Uses(store.query("remints_requests"))
+    untimed = Untimed(store.query("remints_untimed_lines"))
     lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
+    uses = Uses(untimed.place_requests(store.query("remints_requests")))
+    untimed.place_lives(lives)
     all_deacts = {eid: d for eid, life in lives.items() if (d := classify(life, uses, spans, opts, lives))}
+    for eid, d in all_deacts.items():
+        if lives[eid].get("untimed"):
+            untimed.unplace(d)
     deacts = [d for eid, d in sorted(all_deacts.items()) if _in_epoch(lives[eid], d, epoch, spans, lives)]
     epoch_deacts = {d["escrow"]: d for d in deacts}
     mints, peaks = _mints(store, epoch, all_deacts, spans, opts)
@@ -715,7 +817,16 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
         cov_missing.append(f"chain records not collected for {len(not_probed)} escrow(s) "
                            f"({', '.join(map(str, not_probed[:10]))}{' ...' if len(not_probed) > 10 else ''}): "
                            "collect with --node URL")
-    if not escrows and not deacts and not mints and not unplaced:
+    lost = untimed.unplaceable(lives)
+    if lost:
+        cov_missing.append(f"{len(lost)} deactivation or mint line(s) without a time that no epoch places (no chain "
+                           "record of the escrow, no epoch= on its rotation line): " + "; ".join(lost[:10])
+                           + (" ..." if len(lost) > 10 else ""))
+    untimed_mints = untimed.mints(lives, epoch)
+    if untimed_mints:
+        notes.append(f"{len(untimed_mints)} mint(s) of epoch {epoch} logged without a time "
+                     f"({', '.join(map(str, untimed_mints))}): in no hour and no peak")
+    if not escrows and not deacts and not mints and not unplaced and not lost:
         first = min((sp["first_ts"] for sp in spans.spans if sp["first_ts"]), default=None)
         last = max((sp["last_ts"] for sp in spans.spans if sp["last_ts"]), default=None)
         cov_missing.append(f"no escrow of epoch {epoch} in the logs read (they cover {utc_text(first)} … "

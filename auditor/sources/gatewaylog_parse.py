@@ -17,7 +17,12 @@ Three paths with one meaning:
 
 An event's ``fields`` is a JSON object text holding every ``key=value`` pair of the line
 except the line's identity (``request=`` before ``stage=`` and the first ``stage=``), values
-as strings in text lines, as typed in JSON records, in line order (duplicates kept).
+as strings (a JSON record's numbers and booleans too, as the gateway's stage logger writes
+them: gateway-logs.md 13.1; nested objects and arrays stay JSON), in line order (duplicates
+kept). A raw event named by a stage name (``STAGE_NAMES``) is that stage, its request
+unknown; a raw event's trailing words that are no pairs are the last key's value (an
+unquoted Go ``%v``), unless they open with an em dash; a standalone ``…`` or ``...`` (a
+reporter's cut) is dropped.
 Synthetic keys start with ``_``: ``_text`` (free text that is not a pair, e.g. the
 em-dash tail of ``escrow_balance_low``) and ``_event`` (the event words of a
 ``chain phase gate:`` line).
@@ -30,6 +35,7 @@ carries them typed (``ts``: Docker, else record, else Go; ``src`` says which).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
@@ -63,6 +69,8 @@ JSON_LINE_RE = (rf'{PREFIX_RE}\{{"time":"[^"\\]*","level":"[^"\\]*","msg":"(?:[^
 # again strictly
 LENIENT_JSON_TEXTS = [",}", ",]"] + [a + b for a in ":[," for b in ("n", "N", "i", "I", "-n", "-N", "-i", "-I", "+",
                                                                   " ", "\t", "\r", "\n")]
+# a JSON value that is a number or a boolean (and text inside strings that looks like one)
+TYPED_JSON_VALUE_RE = r"[:\[,][ \t\r\n]*[-0-9tf]"
 LENIENT_JSON_RES = (r"[0-9][eE][+-]?[0-9]{3}", r"[0-9]{309}")
 
 SAMPLES_PER_REASON = 5
@@ -154,6 +162,35 @@ _ZERO_CAP = re.compile(r"gateway: all (\d+) candidate escrow\(s\) at zero capaci
 _PHASE_GATE = "chain phase gate:"
 
 
+# a reporter's cut in a pasted line (section 13.1), standing alone between pairs
+ELISIONS = frozenset({"\u2026", "..."})
+
+# stage names (sections 3 and 13.2): a raw event of one of these names is that stage, its
+# request unknown
+STAGE_NAMES = frozenset("""
+attempt_inter_chunk_stall background_timeout_failed classify_buffer_dropped decision_made empty_stream
+error_stream escalation_skipped escrow_not_found_reported_by_host escrow_participant_state_blocked
+escrow_participant_state_rewound first_token gateway_cache_hit gateway_cache_miss gateway_cache_stored
+gateway_devshard_limiter_bypassed_during_poc gateway_limiter_acquired gateway_limiter_bypassed_during_poc
+gateway_limiter_rejected gateway_model_rejected gateway_model_unavailable_retry_later gateway_request_forwarded
+gateway_request_received gateway_runtime_select_failed gateway_runtime_selected ghost_probe_answered_for
+ghost_probe_sent ghost_probe_served ghost_probe_skipped ghost_probe_unserved nonce_disposition
+pairwise_winner_hold_candidate pairwise_winner_hold_expired pairwise_winner_hold_no_preferred
+pairwise_winner_hold_resolved pairwise_winner_hold_started phase_transition_aborted picker_exhausted
+poc_probe_failed_no_timeout poc_probe_prepared poc_probe_stream_suppressed process_response_failed
+proxy_client_disconnected proxy_flush_failed proxy_request_started proxy_response_finished
+proxy_stream_client_gone proxy_stream_completed proxy_stream_failed proxy_stream_terminated proxy_write_failed
+race_completed receipt_received reconnect_completed reconnect_failed reconnect_started request_failed
+request_fully_settled request_returned_while_speculation_pending request_succeeded runner_prepare_failed
+runner_started secondary_immediate_skipped secondary_immediate_start secondary_prepare_failed send_completed
+send_failed served_without_finish session_picker_capability_blocked session_picker_chooser_error
+session_picker_ghost_probe speculative_attempt_canceled speculative_wait_abandoned stream_forwarding_started
+stream_suppressed streaming_inflight suspicious_winner_deferred timeout_failed timeout_skipped timeout_started
+waiting_for_first_token waiting_for_receipt winner_failed_after_content winner_selected
+winner_served_without_finish winner_stalled_after_content winner_stream_hard_timeout winner_write_ctx_cancelled
+""".split())
+
+
 class BadQuote(ValueError):
     pass
 
@@ -165,11 +202,12 @@ def _next_ws(s: str, i: int) -> int:
     return i
 
 
-def tokenize(body: str) -> list[tuple[str | None, str]]:
+def tokenize(body: str, starts: list[int] | None = None) -> list[tuple[str | None, str]]:
     """Split a text body into ``(key, value)`` pairs and ``(None, word)`` free words.
 
     Values are bare (up to the next space or tab) or Go-quoted; raises BadQuote on an
-    unterminated quote, a bad escape or text glued to a closing quote."""
+    unterminated quote, a bad escape or text glued to a closing quote. ``starts``, when
+    given, receives where each token's value (or word) starts in ``body``."""
     toks: list[tuple[str | None, str]] = []
     i, n = 0, len(body)
     while i < n:
@@ -180,9 +218,13 @@ def tokenize(body: str) -> list[tuple[str | None, str]]:
         if m is None:
             end = _next_ws(body, i)
             toks.append((None, body[i:end]))
+            if starts is not None:
+                starts.append(i)
             i = end
             continue
         j = m.end()
+        if starts is not None:
+            starts.append(j)
         if j < n and body[j] == '"':
             q = _QUOTED.match(body, j)
             if q is None:
@@ -245,19 +287,38 @@ def parse_text_body(body: str) -> tuple[str, str, str | None, list[tuple[str, An
     if m:
         return ("event", "gateway_zero_capacity", None,
                 [("candidates", m.group(1)), ("status", m.group(2)), ("weights", m.group(3).strip())], [])
+    starts: list[int] = []
     try:
-        toks = tokenize(body)
+        toks = tokenize(body, starts)
     except BadQuote:
         return Reject("bad_quote")
+    keep = [i for i, (k, v) in enumerate(toks) if not (k is None and v in ELISIONS)]
+    if len(keep) < len(toks):           # a pasted line's cut fields: only they are lost
+        toks, starts = [toks[i] for i in keep], [starts[i] for i in keep]
     if not toks:
         return Reject("blank")
     k0, v0 = toks[0]
     if k0 is None:
         if _EVENT_NAME.fullmatch(v0) and (len(toks) == 1 or toks[1][0] is not None):
+            toks = _trailing_value(body, toks, starts)
             pairs, free = _split_toks(toks[1:])
-            return ("event", v0, None, pairs, free)
+            # some builds print a stage without stage= and request= (section 13.1)
+            return ("stage" if v0 in STAGE_NAMES else "event", v0, None, pairs, free)
         return Reject("not_gateway")
     return parse_text_body_from_toks(toks)
+
+
+def _trailing_value(body: str, toks, starts):
+    """A raw event whose pairs are followed by words that are not pairs ends in an
+    unquoted Go ``%v`` (``error=unknown protocol version "v4"``): the rest of the line is
+    the last key's value. Not an em-dash tail (``escrow_balance_low … — deactivating``),
+    which stays ``_text``, nor a quoted last value."""
+    f = next((i for i in range(2, len(toks)) if toks[i][0] is None), None)
+    if f is None or toks[f][1].startswith("—") or body[starts[f - 1]:starts[f - 1] + 1] == '"':
+        return toks
+    if any(k is not None for k, _ in toks[f:]):
+        return toks
+    return toks[:f - 1] + [(toks[f - 1][0], body[starts[f - 1]:].rstrip(_WS))]
 
 
 class _Pairs(list):
@@ -269,12 +330,25 @@ def _plain(v: Any) -> Any:
         return {k: _plain(x) for k, x in v}
     if isinstance(v, list):
         return [_plain(x) for x in v]
+    if isinstance(v, bool):         # as fmt.Sprint writes it
+        return "true" if v else "false"
     return v
+
+
+class _Num(str):
+    """A JSON number, kept as its text: the gateway's stage logger writes every value with
+    ``fmt.Sprint`` (``"nonce":"4812"``), so a typed ``4812`` is the same field (section 13)."""
+
+
+def _finite(text: str) -> _Num:
+    if not math.isfinite(float(text)):      # beyond a double: not JSON the reference reads
+        raise ValueError("number out of range")
+    return _Num(text)
 
 
 def _json_pairs(text: str) -> _Pairs | None:
     try:
-        obj = json.loads(text, object_pairs_hook=_Pairs)
+        obj = json.loads(text, object_pairs_hook=_Pairs, parse_int=_Num, parse_float=_finite)
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, _Pairs) else None
@@ -307,17 +381,17 @@ def _json_record(body: str, dts, gts) -> Event | Reject:
     li, lv = _first(obj, "level")
     mi, msg = _first(obj, "msg")
     si, stage = _first(obj, "stage")
-    rts = t if isinstance(t, str) else None
-    level = lv if isinstance(lv, str) else None
-    if isinstance(stage, str) and stage:
+    rts = t if type(t) is str else None
+    level = lv if type(lv) is str else None
+    if type(stage) is str and stage:
         ri, req = _first(obj, "request")
         if ri > si:
             ri, req = -1, None
-        request = None if req is None else (req if isinstance(req, str) else json.dumps(req))
+        request = None if req is None else (str(req) if isinstance(req, str) else json.dumps(req))
         drop = {ti, li, mi, si, ri}
         rest = [(k, _plain(v)) for i, (k, v) in enumerate(obj) if i not in drop]
         return Event("stage", stage, request, fields_json(rest, quote_keys=True), dts, rts, gts, "json", level)
-    if isinstance(msg, str):
+    if type(msg) is str:
         extra = [(k, v) for i, (k, v) in enumerate(obj) if i not in {ti, li, mi}]
         return _text_event(msg, dts, gts, rts, level, "json", extra)
     return Reject("bad_json")
@@ -390,9 +464,9 @@ def _parse_line(line: str) -> Event | Reject:
             return Reject("bad_json")
         _, inner = _first(obj, "log")
         _, t = _first(obj, "time")
-        if not isinstance(inner, str):
+        if type(inner) is not str:
             return Reject("bad_json")
-        dts = t if isinstance(t, str) else None
+        dts = t if type(t) is str else None
         line = inner[:-1] if inner.endswith("\n") else inner
         if line.endswith("\r"):
             line = line[:-1]
@@ -584,7 +658,22 @@ def _vector_json(sub):
         request=pl.when(head_req).then(pl.col("request")),
         fields=pl.col("body").str.replace(JHEAD_RE + ",?", "{"),
     )
+    # a typed number or boolean is written as text in fields, as parse_line writes it: the
+    # records that may hold one (and, harmlessly, any whose strings look alike) in Python
+    typed = ok & body.str.contains(TYPED_JSON_VALUE_RE).fill_null(False)
+    if typed.any():
+        at = typed.arg_true()
+        texts = [_JSON_SCALAR.sub(_as_string, t) for t in out["fields"].gather(at)]
+        out = out.with_columns(fields=out["fields"].scatter(at, pl.Series(texts, dtype=pl.String)))
     return out, ok
+
+
+# a JSON string (kept) or a number or boolean outside strings (written as a string)
+_JSON_SCALAR = re.compile(r'("(?:[^"\\]|\\.)*")|(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false)')
+
+
+def _as_string(m: re.Match) -> str:
+    return m.group(1) or f'"{m.group(2)}"'
 
 
 _local = threading.local()
@@ -691,7 +780,21 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
         res = _parse_block(block, base_line, base_off, vectorised, compiled)
     except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
         res = _parse_halves(bytes(block), base_line, base_off, vectorised, compiled)
+    res.events = _stages_by_name(res.events)
     return _reject_implausible_times(_reject_nul(res, block, base_off), block, base_off)
+
+
+def _stages_by_name(events):
+    """A raw event named by a stage name is that stage (as parse_line reads it); the
+    compiled tokenizer leaves that to this one pass over its rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not events.num_rows:
+        return events
+    named = pc.is_in(events.column("name").cast(pa.string()), value_set=pa.array(sorted(STAGE_NAMES)))
+    at = events.schema.get_field_index("is_stage")
+    return events.set_column(at, "is_stage", pc.or_(events.column("is_stage"), named))
 
 
 # -- plausible times ---------------------------------------------------------------------

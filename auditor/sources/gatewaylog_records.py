@@ -56,7 +56,9 @@ class LogFiles:
         rows = store.rows(f"SELECT {', '.join(_COLS)} FROM log_files")
         self.recs = {r["file_id"]: FileRec(**r) for r in rows}
         self.unsaved: set[int] = set()    # records not yet in log_files (written with their first rows)
-        self.copies: dict[str, FileRec] = {}           # path -> the record (read this run) it is a copy of
+        # path -> the record (read this run) it is a copy of, or the path of a file new to the
+        # store it is a copy of (read first, its record made then)
+        self.copies: dict[str, FileRec | str] = {}
 
     def by_path(self, path: str) -> FileRec | None:
         return next((r for r in self.recs.values() if r.path == path and r.gone_at is None), None)
@@ -68,7 +70,10 @@ class LogFiles:
         fid = max(self.recs, default=0) + 1
         now = utcnow()
         rec = FileRec(fid, path, kind, first_read_at=now, last_read_at=now)
-        if (src := self.copies.get(path)) is not None:
+        src = self.copies.get(path)
+        if isinstance(src, str):
+            src = self.by_path(src)
+        if src is not None:
             rec.byte_offset, rec.lines, rec.head_len, rec.head_sha256 = (src.byte_offset, src.lines,
                                                                         src.head_len, src.head_sha256)
             self.run.note(f"{path}: a copy of {src.path} (the same first bytes): read after byte "
@@ -141,6 +146,14 @@ class LogFiles:
             if t.path not in out:
                 src = next((r for r in out.values() if r.head_len and self._continues(r, t, False)), None)
                 if src is not None:
+                    self.copies[t.path] = src
+        # one content given under two names, both new and of one kind (a copy someone made, not
+        # a rotation): the first given is read, the other after it from where that one ends
+        first: dict[tuple[str, str], str] = {}
+        for t in files:
+            if t.path not in out and t.path not in self.copies and t.head:
+                src = first.setdefault((t.kind, _sha(t.head)), t.path)
+                if src != t.path:
                     self.copies[t.path] = src
         given = {t.path for t in files}
         gone = [r for r in free if r.gone_at is None and (r.path in given or not os.path.exists(_fs_path(r.path)))]
