@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 
@@ -63,12 +63,14 @@ def resolved(sources: Sources) -> Iterator[Sources]:
         )
 
 
-def client(sources: Sources, bases: list[str], record_subdir: str):
+def client(sources: Sources, bases: list[str], record_subdir: str, **kw: Any):
+    """The shared HTTP client for ``bases``, recording under ``--record DIR/record_subdir``;
+    ``kw`` sets the rest (``burst``, and a test's ``clock`` and ``sleep``)."""
     from .sources.http import JsonClient
 
     record = sources.record / record_subdir if sources.record else None
     return JsonClient(bases, rate_per_min=sources.rate, timeout=sources.timeout,
-                      retries=sources.retries, record_dir=record)
+                      retries=sources.retries, record_dir=record, **kw)
 
 
 def collect(store: Store, sources: Sources, epochs: list[int], progress: Progress,

@@ -84,7 +84,7 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
          sleep: Callable[[float], None] = time.sleep, readings: int | None = None) -> int:
     """A reading (``--once``) or the loop; returns the exit code of ``--once``."""
     from .analyses import watch
-    from .collect import resolved
+    from .collect import client, resolved
     from .report import render
     from .sources import live as src
     from .store import Store
@@ -99,8 +99,7 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
         src.host_client_bases(list(c.hosts))
 
         def make(bases: list[str], sub: str) -> Any:
-            record = s.record / sub if s.record else None
-            return stack.enter_context(src.client(bases, s.rate, s.timeout, clock=clock, sleep=sleep, record=record))
+            return stack.enter_context(client(s, bases, sub, burst=src.WATCH_BURST, clock=clock, sleep=sleep))
 
         reader = src.Reader(make(s.nodes, "chain"), [make([a], f"accounting-{i}") for i, a in enumerate(s.accounting)],
                             [make([h], f"host-{i}") for i, h in enumerate(c.hosts)])

@@ -287,6 +287,7 @@ class JsonClient:
     backoff: float = 0.5
     record_dir: Path | None = None
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic    # the rate buckets' clock (a test's fast one)
     requests_sent: int = 0
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)
@@ -357,7 +358,7 @@ class JsonClient:
             url = base + target
             shown = redact_url(url)
             others_left = i < len(order) - 1
-            bucket = self._buckets.setdefault(base, TokenBucket(self.rate_per_min, self.burst, sleep=self.sleep))
+            bucket = self._buckets.setdefault(base, TokenBucket(self.rate_per_min, self.burst, self.clock, self.sleep))
             for attempt in range(self.retries + 1):
                 bucket.take()
                 fetched_at = datetime.now(timezone.utc)

@@ -34,10 +34,10 @@ from urllib.parse import quote
 from pydantic import ValidationError
 
 from ..errors import NotFoundError, SourceError, UsageError
-from .accounting import decode_participants
+from .accounting import MAX_ROWS, ParticipantRecord, ParticipantsText
 from .chain import API, BlockResponse, Int, LatestEpoch, Pagination, ParamsResponse, Wire, decode, parse_block_time
 from .escrows import DevshardEscrowResponse
-from .http import JsonClient, TokenBucket
+from .http import JsonClient
 
 WATCH_BURST = 20          # a minute's worth: the node's own limiter allows 200 (chain-api.md 1.7)
 
@@ -149,19 +149,6 @@ def assigned(slot_id: int, nonce: int, slots: int) -> int:
     return 0 if nonce < first else 1 + (nonce - first) // slots
 
 
-def client(bases: list[str], rate: float, timeout: float, *, clock: Callable[[], float] | None = None,
-           sleep: Callable[[float], None] | None = None, record=None) -> JsonClient:
-    """A shared client whose requests to each base follow a token bucket of ``rate`` a minute
-    with a burst of :data:`WATCH_BURST`, on ``clock`` / ``sleep`` (a test's fast clock)."""
-    import time
-
-    sleep = sleep or time.sleep
-    buckets = {b.rstrip("/"): TokenBucket(rate, WATCH_BURST, **({"clock": clock} if clock else {}), sleep=sleep)
-               for b in bases}
-    return JsonClient(list(bases), rate_per_min=rate, burst=WATCH_BURST, timeout=timeout, sleep=sleep,
-                      record_dir=record, _buckets=buckets)
-
-
 @dataclass
 class Reader:
     """Reads the running epoch again and again; what never changes is asked once."""
@@ -174,12 +161,14 @@ class Reader:
     _escrow_slots: dict[str, list[str]] = field(default_factory=dict)
     _p0: dict[int, Decimal | None] = field(default_factory=dict)
     _block_time: dict[int, datetime] = field(default_factory=dict)
+    _state: dict[str, bool | None] = field(default_factory=dict)   # this reading's escrow answers
 
     def sent(self) -> int:
         return sum(c.requests_sent for c in (self.node, *self.accounting, *self.hosts))
 
     def read(self) -> Reading:
         before = self.sent()
+        self._state = {}                  # an escrow is asked once a reading, however many slots name it
         window = self._window()
         taken = self.now()
         reading = Reading(window, taken, self._governance_p0(window.epoch), self._chain_counters())
@@ -228,9 +217,14 @@ class Reader:
         raise SourceError("the participant list did not end after 1000 pages")
 
     def _escrow(self, escrow_id: str, reading: Reading) -> bool | None:
-        """True settled, False not settled, None unknown (asked, no answer)."""
+        """True settled, False not settled, None unknown (asked, no answer): asked once a reading."""
         if escrow_id in self._settled:
             return True
+        if escrow_id not in self._state:
+            self._state[escrow_id] = self._ask_escrow(escrow_id, reading)
+        return self._state[escrow_id]
+
+    def _ask_escrow(self, escrow_id: str, reading: Reading) -> bool | None:
         try:
             answer = decode(DevshardEscrowResponse, self.node.get(f"{API}/devshard_escrow/{quote(escrow_id)}"))
         except NotFoundError:
@@ -273,9 +267,14 @@ class Reader:
     # -- off chain ----------------------------------------------------------------------------
     def _accounting(self, c: JsonClient, window: Window, reading: Reading,
                     unsettled: dict[tuple[str, int], Unsettled]) -> None:
+        # read as the collector reads it: streamed, one record decoded at a time, within MAX_ROWS
         try:
-            resp = c.get(f"/api/v1/epochs/{window.epoch}/participants")
-            records = decode_participants(resp.data).participants
+            answer = c.get(f"/api/v1/epochs/{window.epoch}/participants", parse=ParticipantsText).data
+            if not answer.is_object:
+                raise SourceError("not an accounting participants answer (not a JSON object)")
+            if answer.rows > MAX_ROWS:
+                raise SourceError(f"{answer.rows:,} rows refused (at most {MAX_ROWS:,} rows an answer)")
+            records = [ParticipantRecord.model_validate(raw) for raw in answer.records()]
         except NotFoundError:
             records = []
         except (SourceError, ValidationError) as exc:
