@@ -8,27 +8,20 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from auditor.sources.gatewaylog_parse import parse_line
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, SHARED, run_cli
 from tools.recording import write_recording
 
-INCIDENT = Path("/work/shared/incidents/1799-spurious-escrow-remint.md")
+INCIDENT = SHARED / "incidents" / "1799-spurious-escrow-remint.md"
 _REPORT = FIXTURES / "remints" / "chain"
 
 
-def pasted() -> list[str]:
-    """The nine lines as the reporter pasted them (from the incident when present, else as
-    quoted here verbatim)."""
-    if INCIDENT.exists():
-        text = INCIDENT.read_text(encoding="utf-8").splitlines()
-        i = next(i for i, line in enumerate(text) if line.startswith("request=req-1789648596464179072-1533588"))
-        return text[i:i + 9]
-    return NINE
-
-
+# the nine lines of the #1799 report, verbatim as pasted (no Go prefix, no Docker prefix);
+# test_the_nine_lines_are_the_reports_own holds them to the incident file where shared/ is
 NINE = [
     "request=req-1789648596464179072-1533588 stage=proxy_request_started escrow=80502 "
     "model=deepseek-ai/DeepSeek-V4-Flash-0731 stream=true input_tokens=926912",
@@ -77,9 +70,16 @@ def only_deactivation(r) -> dict:
     return d
 
 
+def test_the_nine_lines_are_the_reports_own():
+    if not INCIDENT.exists():
+        pytest.skip(f"{INCIDENT} is not here")
+    text = INCIDENT.read_text(encoding="utf-8").splitlines()
+    i = next(i for i, line in enumerate(text) if line.startswith("request=req-1789648596464179072-1533588"))
+    assert text[i:i + 9] == NINE
+
+
 def test_the_1799_excerpt_as_pasted_gives_the_deactivation(tmp_path):
-    assert pasted() == NINE
-    d = only_deactivation(remints(tmp_path, pasted()))
+    d = only_deactivation(remints(tmp_path, list(NINE)))
     assert (d["escrow"], d["replacement_escrow"], d["trigger"]) == (80502, 80620, "request")
     assert d["request"]["reservation"] == 92_998_400 and d["request"]["input_bytes"] == 926_912
     assert "times unknown" in d["basis"]
@@ -91,7 +91,7 @@ def test_the_1799_excerpt_as_pasted_gives_the_deactivation(tmp_path):
 
 def test_order_alone_decides_then(tmp_path):
     """The failure logged after the exhaustion did not trigger it."""
-    lines = pasted()
+    lines = list(NINE)
     swapped = [lines[0], lines[1], lines[3], lines[4], lines[2], *lines[5:]]
     d = only_deactivation(remints(tmp_path, swapped))
     assert d["request"] is None and any("runner_prepare_failed" in m for m in d["missing"])
@@ -99,13 +99,13 @@ def test_order_alone_decides_then(tmp_path):
 
 def test_epoch_from_the_rotation_line_when_the_chain_knows_neither(tmp_path):
     """Without 80502's chain record, the replacement's epoch= places the deactivation."""
-    d = only_deactivation(remints(tmp_path, pasted(), knows=()))
+    d = only_deactivation(remints(tmp_path, list(NINE), knows=()))
     assert (d["escrow"], d["replacement_escrow"]) == (80502, 80620)
     assert d["request"]["reservation"] is None                    # no token price without the chain
 
 
 def test_lines_no_epoch_places_are_missing_coverage_exit_3(tmp_path):
-    lines = pasted()[:7]                # no rotation line, and a chain that does not know 80502
+    lines = list(NINE)[:7]                # no rotation line, and a chain that does not know 80502
     r = remints(tmp_path, lines, knows=())
     assert r.returncode == 3, (r.returncode, r.stderr)
     out = json.loads(r.stdout)
@@ -115,7 +115,7 @@ def test_lines_no_epoch_places_are_missing_coverage_exit_3(tmp_path):
 
 
 def test_elided_fields_cost_only_those_fields(tmp_path):
-    lines = pasted()
+    lines = list(NINE)
     lines[6] = 'escrow_depletion_deactivated escrow=80502 reason="balance_exhausted" \u2026 settlement_due=false'
     lines[0] = lines[0].replace(" stream=true", " ...")
     d = only_deactivation(remints(tmp_path, lines))

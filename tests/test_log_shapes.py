@@ -30,7 +30,7 @@ def same_rows(a: list[str], b: list[str], copies: int = 1) -> dict:
     check_block(db)
     ra, rb = rows(parse_block(da)), rows(parse_block(db))
     # the same rows but for where each line starts in the file (the lines' lengths differ)
-    assert {n: r[:8] + r[9:] for n, r in ra.items()} == {n: r[:8] + r[9:] for n, r in rb.items()}
+    assert ra and {n: r[:8] + r[9:] for n, r in ra.items()} == {n: r[:8] + r[9:] for n, r in rb.items()}
     return ra
 
 

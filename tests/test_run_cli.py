@@ -75,6 +75,8 @@ def test_in_process_answers_as_a_process_does(store, tmp_path):
     assert (codes["success-table"], codes["json"], codes["usage-error"], codes["source-error-3"],
             codes["md-to-file"]) == (0, 1, 2, 3, 0)
     assert in_process[-1][2].strip().splitlines()[1] != "0"     # the stdin log was read
+    [md] = [a[4] for a in in_process if a[0] == "md-to-file"]
+    assert [n for n, _ in md] == ["epoch.md"] and "## Findings" in md[0][1]   # a report was written
 
 
 def test_bytes_in_bytes_out(store):
