@@ -53,6 +53,23 @@ def test_analyses_of_one_run_share_its_facts(demo_db):
         assert store.executed["misstest_inputs"] == 2 and store.executed["poc_overload_attempts"] == 2
 
 
+@pytest.mark.parametrize("lookback", [5.0, 30.0])
+def test_poc_overload_with_its_own_lookback_reads_the_attempts_once(demo_db, lookback):
+    """--lookback 5 (or 30) and the window misses' default 10 share one query of the attempts,
+    and each gets the attempts of its own span: the same report as each computed alone."""
+    with Store(demo_db) as store:
+        opt = poc_overload.PocOverloadOptions(lookback_minutes=lookback)
+        shared = poc_overload.run(store, 403, opt)
+        assert store.executed["poc_overload_attempts"] == 1
+        rows, _ = cpoc.attempts(Run(store, 403), lookback)
+        alone, _ = cpoc.attempts(Run(store, 403), cpoc.DEFAULT_LOOKBACK_MINUTES)
+        assert len(rows) != len(alone)                       # the spans do differ on the demo log
+        ctx = Run(store, 403)
+        cpoc.attempts(ctx, cpoc.DEFAULT_LOOKBACK_MINUTES)
+        assert cpoc.attempts(ctx, lookback)[0] == rows       # a cut or a wider fetch: the same rows
+    assert shared.data["windows"] and all("before" in w for w in shared.data["windows"] if w.get("requests"))
+
+
 def test_the_miss_test_carries_cpoc_evidence_only_beside_poc_overload(demo_db):
     """In the epoch report the miss test's reward_zeroed_miss_test says how many misses fell in
     CPoC windows, the same count as poc_overload's data; ``auditor misstest`` alone does not."""

@@ -42,6 +42,10 @@ class Run:
             self._facts[name] = compute()
         return self._facts[name]
 
+    def forget(self, name: str) -> None:
+        """Drop the fact ``name``, to compute it again (a wider version of it is needed)."""
+        self._facts.pop(name, None)
+
 
 def run_for(store: Store, epoch: int | None, ctx: Run | None) -> Run:
     """``ctx`` when the caller is part of a run, else a run of its own (an analysis called alone)."""

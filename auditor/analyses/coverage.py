@@ -45,7 +45,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
 
 def _untimed(windows: list[dict[str, Any]]) -> list[str]:
     """One line for each window whose start or end time is not known."""
-    return [f"{w['window']}: window times unknown (block times not collected)"
+    return [f"{w['window']}: {cpoc.UNTIMED}"
             for w in windows if w["start_time"] is None or w["end_time"] is None]
 
 

@@ -161,20 +161,31 @@ def not_collected(run: Run) -> str | None:
 
 def attempts(run: Run, lookback_minutes: float = DEFAULT_LOOKBACK_MINUTES) -> tuple[list[dict], bool]:
     """The logged attempts from ``lookback_minutes`` before the first timed window to the end of
-    the last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions."""
-    def compute() -> tuple[list[dict], bool]:
-        tw, span = timed(events(run)), log_span(run)
-        if not tw or span["first_ts"] is None:
-            return [], False
-        lookback = timedelta(minutes=lookback_minutes)
-        rows = run.store.query("poc_overload_attempts", since=min(e["trigger_time"] for e in tw) - lookback,
+    the last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions.
+    The query runs once a run, for the longest lookback asked (``poc-overload --lookback 5``
+    and the window misses' default 10 share it); each caller gets its own span of it."""
+    tw = timed(events(run))
+    if not tw or log_span(run)["first_ts"] is None:
+        return [], False
+    first = min(e["trigger_time"] for e in tw)
+
+    def compute(minutes: float) -> tuple[float, list[dict], bool]:
+        rows = run.store.query("poc_overload_attempts", since=first - timedelta(minutes=minutes),
                                until=max(e["val_end_time"] for e in tw))
         have_disp = bool(run.store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
         for a in rows:
             a["kind"] = miss_kind(a, have_disp)
             a["miss"] = is_miss(a["kind"])
-        return rows, have_disp
-    return run.shared(f"cpoc_attempts:{lookback_minutes:g}", compute)
+        return minutes, rows, have_disp
+
+    widest = max(lookback_minutes, DEFAULT_LOOKBACK_MINUTES)
+    fetched, rows, have_disp = run.shared("cpoc_attempts", lambda: compute(widest))
+    if fetched < lookback_minutes:                   # a longer lookback than any asked before
+        run.forget("cpoc_attempts")
+        fetched, rows, have_disp = run.shared("cpoc_attempts", lambda: compute(lookback_minutes))
+    since = first - timedelta(minutes=lookback_minutes)
+    # the query's own bound (an attempt that ended after ``since``)
+    return (rows if fetched == lookback_minutes else [a for a in rows if a["end_ts"] >= since]), have_disp
 
 
 def accounting(run: Run) -> dict[tuple[str, str], dict]:

@@ -350,10 +350,6 @@ def _share(n: float | None, d: float | None) -> float | None:
     return None if not d or n is None else round(n / d, 4)
 
 
-def _round(x: float | None) -> float | None:
-    return None if x is None or x == float("inf") else round(x, 3)
-
-
 def _num(v: Any) -> Any:
     """DuckDB decimals and hugeints as plain JSON numbers."""
     if v is None or isinstance(v, (bool, int, float, str)):
