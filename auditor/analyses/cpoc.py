@@ -204,8 +204,9 @@ def host_windows(run: Run) -> list[dict]:
         span, hosts = log_span(run), preserved_hosts(run)
         rows, _ = attempts(run)
         out = []
+        placed = timed(events(run))
         for ev in events(run):
-            is_timed = ev["trigger_time"] is not None and ev["val_end_time"] is not None
+            is_timed = ev in placed
             for h in (h for h in hosts if h["episode"] == ev["episode"]):
                 p, model = h["participant"], h["model_id"]
                 state, detail = ("none", UNTIMED) if not is_timed else \

@@ -141,6 +141,7 @@ class _Inputs:
     preserved_by_ep: dict[tuple[str, str], set[str]]
     mt: misstest.MissTestFacts
     mt_rows: dict[str, dict]
+    host_windows: dict[tuple[str, str, str], dict]     # cpoc.host_windows by (episode, participant, model)
 
     @property
     def lookback(self) -> timedelta:
@@ -236,7 +237,8 @@ def _inputs(run_: Run, opt: PocOverloadOptions, per_10000: float, notes: list[st
     for h in hosts:
         preserved_by_ep[(h["episode"], h["model_id"])].add(h["participant"])
     return _Inputs(opt, per_10000, span, hosts, attempts, ghosts, slot_map, cpoc.accounting(run_),
-                   preserved_by_ep, mt, mt.by_participant())
+                   preserved_by_ep, mt, mt.by_participant(),
+                   {(w["episode"], w["participant"], w["model"]): w for w in cpoc.host_windows(run_)})
 
 
 def _event_windows(ev: Mapping[str, Any], inp: _Inputs, windows: list[dict], findings: list[Finding],
@@ -274,7 +276,8 @@ def _window(e: _Event, h: Mapping[str, Any], inp: _Inputs, notes: list[str],
             unknown: list[str]) -> tuple[dict, Finding | None]:
     """One preserved host in one timed CPoC window: its load, misses, miss test and counterfactual."""
     ev, p, model = e.ev, h["participant"], h["model_id"]
-    state, state_text = cpoc.evidence_state(inp.span, e.start, e.end, model)
+    hw = inp.host_windows[(ev["episode"], p, model)]       # the run's one evidence state and miss count
+    state, state_text = hw["state"], hw["detail"]
     entry = _base_window(ev, h, inp.per_10000)
     entry["evidence"] = {"state": state, "detail": state_text}
     mt = inp.mt_rows.get(p)
@@ -328,7 +331,7 @@ def _load(entry: dict, e: _Event, inp: _Inputs, mine: list[dict],
                    "model_requests_per_minute": _per_minute(len(model_before), lookback_s),
                    "share_of_model_requests": _r(share_before)},
         "share_of_model_requests": _r(share_win),
-        "misses": sum(1 for a in mine if a["miss"]),
+        "misses": inp.host_windows[(e.ev["episode"], p, model)]["misses"],     # cpoc's one count
         "misses_by_kind": kinds,
         "unfinished_not_missed": not_missed,
         "escrows": _escrows(p, model, mine, inp.slot_map, inp.preserved_by_ep[(e.ev["episode"], model)], e.ghosts),
