@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..result import Result, Table
 from ..store import Store
-from .context import Run
+from . import cpoc
+from .context import Run, run_for
 from .frame import Options
 
 HEIGHTS, MODELS, CPOC_EVENTS = "heights", "models", "cpoc_events"
@@ -29,8 +30,13 @@ def models(store: Store, epoch: int, options: Options | None = None, *, ctx: Run
     return _fact(MODELS, "Models", rows, Table("Models", cols, rows, notes))
 
 
+EVENT_COLUMNS = ["event_sequence", "phase", "trigger_height", "gen_start", "gen_end", "val_start", "val_end",
+                 "trigger_time", "gen_start_time", "gen_end_time", "val_start_time", "val_end_time"]
+
+
 def cpoc_events(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
-    rows = store.query("epoch_cpoc_events", epoch=epoch)
+    """The epoch's CPoC events and their windows: the run's events (cpoc.events), not read again."""
+    rows = [{c: e[c] for c in EVENT_COLUMNS} for e in cpoc.events(run_for(store, epoch, ctx))]
     cols = ["event_sequence", "phase", "trigger_height", "gen_start", "gen_end", "val_start", "val_end",
             "gen_start_time", "val_end_time"]
     notes = ["Grace period [trigger, gen_start); generation [gen_start, gen_end]; validation "
