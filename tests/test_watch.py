@@ -345,7 +345,7 @@ def test_projection_scales_at_the_rate_so_far(x, elapsed, span):
 
 @given(st.integers(0, 2**40), st.booleans())
 def test_latest_epoch_accepts_numbers_and_strings(height, as_str):
-    from auditor.sources.live import DapiLatest
+    from auditor.sources.chain import DapiLatestEpoch as DapiLatest
 
     v = str(height) if as_str else height
     d = DapiLatest.model_validate({"block_height": v, "epoch_stages": {"poc_validation_end": v, "extra": 1},

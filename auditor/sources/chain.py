@@ -309,11 +309,21 @@ class LatestEpoch(Wire):
     poc_start_block_height: Int = 0
 
 
+class Stages(Wire):
+    """``epoch_stages`` of dapi ``/v1/epochs/latest``: the current epoch's heights (``auditor watch``)."""
+
+    epoch_index: Int = 0
+    poc_start: Int = 0
+    poc_validation_end: Int = 0
+    next_poc_start: Int = 0
+
+
 class DapiLatestEpoch(Wire):
     """dapi ``/v1/epochs/latest`` in either v0.2.15 shape (chain-api.md 1.4)."""
 
     block_height: Int = 0
     latest_epoch: LatestEpoch = LatestEpoch()
+    epoch_stages: Stages = Stages()
     phase: str = ""
     epoch_params: EpochParamsWire = EpochParamsWire()
     is_confirmation_poc_active: bool = False

@@ -35,7 +35,8 @@ from pydantic import ValidationError
 
 from ..errors import NotFoundError, SourceError, UsageError
 from .accounting import MAX_ROWS, ParticipantRecord, ParticipantsText
-from .chain import API, BlockResponse, Int, LatestEpoch, Pagination, ParamsResponse, Wire, decode, parse_block_time
+from .chain import (API, BlockResponse, DapiLatestEpoch, Int, Pagination, ParamsResponse, Wire, decode,
+                    parse_block_time)
 from .escrows import DevshardEscrowResponse
 from .http import JsonClient
 
@@ -43,21 +44,6 @@ WATCH_BURST = 20          # a minute's worth: the node's own limiter allows 200 
 
 
 # -- wire models the other collectors do not need -------------------------------------------
-class Stages(Wire):
-    epoch_index: Int = 0
-    poc_start: Int = 0
-    poc_validation_end: Int = 0
-    next_poc_start: Int = 0
-
-
-class DapiLatest(Wire):
-    """dapi ``/v1/epochs/latest``: only what the watch needs (either v0.2.15 shape)."""
-
-    block_height: Int = 0
-    latest_epoch: LatestEpoch = LatestEpoch()
-    epoch_stages: Stages = Stages()
-
-
 class EpochStats(Wire):
     inference_count: Int = 0
     missed_requests: Int = 0
@@ -185,7 +171,7 @@ class Reader:
 
     # -- the chain ----------------------------------------------------------------------------
     def _window(self) -> Window:
-        latest = decode(DapiLatest, self.node.get("/v1/epochs/latest"))
+        latest = decode(DapiLatestEpoch, self.node.get("/v1/epochs/latest"))
         st, height = latest.epoch_stages, latest.block_height
         if not st.poc_validation_end or not st.next_poc_start or not st.poc_start:
             raise SourceError("/v1/epochs/latest has no epoch_stages: the current epoch's heights are unknown")
