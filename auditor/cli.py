@@ -108,11 +108,9 @@ SOURCE_FLAGS = {"node": "--node", "accounting": "--accounting", "gateway_log": "
 def _typed(name: str) -> bool:
     """Whether option ``name`` of the running command was given on the command line (not by
     an environment variable, auditor.toml or its default)."""
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:  # typer releases that depend on click instead of carrying it
-        from click import get_current_context
-    ctx = get_current_context(silent=True)
+    from ._click import globals as click_globals
+
+    ctx = click_globals.get_current_context(silent=True)
     source = ctx.get_parameter_source(name) if ctx is not None else None
     return source is None or source.name == "COMMANDLINE"
 
@@ -607,24 +605,14 @@ def _print_traceback() -> None:
     sys.stderr.write(redact_text(traceback.format_exc()))
 
 
-def _click_exceptions():
-    try:
-        from typer._click import exceptions
-    except ImportError:  # typer releases that depend on click instead of carrying it
-        from click import exceptions
-    return exceptions
-
-
 def _finite_floats(command) -> None:
     """Every float option of ``command``'s tree (its own type, also used to check the config
     file's value, auditor/config.py) refuses nan and inf as a usage error: no option means
     them, and they fail far from the flag (``--timeout nan``) or pass silently (``--rate nan``)."""
-    try:
-        from typer._click.types import FloatParamType
-    except ImportError:  # typer releases that depend on click instead of carrying it
-        from click.types import FloatParamType
+    from ._click import types
+
     for p in getattr(command, "params", []):
-        if isinstance(p.type, FloatParamType) and not isinstance(p.type, _Finite):
+        if isinstance(p.type, types.FloatParamType) and not isinstance(p.type, _Finite):
             p.type = copy.copy(p.type)
             p.type.__class__ = type(f"Finite{type(p.type).__name__}", (_Finite, type(p.type)), {})
     for sub in getattr(command, "commands", {}).values():
@@ -660,7 +648,7 @@ def main(argv: list[str] | None = None) -> None:
     args = hoist_globals(sys.argv[1:] if argv is None else list(argv))
     options = args[:args.index("--")] if "--" in args else args
     state.debug, state.help = "--debug" in options, any(a in ("-h", "--help") for a in options)
-    click_exc = _click_exceptions()
+    from ._click import exceptions as click_exc
     try:
         command = typer.main.get_command(app)
         _finite_floats(command)

@@ -112,8 +112,8 @@ def _value(param: Any, v: Any, path: Path, key: str) -> Any:
     values = [v] if not getattr(param, "multiple", False) else ([v] if isinstance(v, str) else v)
     if not isinstance(values, list) or any(isinstance(x, (list, dict)) for x in values):
         raise UsageError(f"{path}: {key} = {v!r}: expected " + ("a list of values" if param.multiple else "one value"))
+    kinds, what = _toml_kinds(param)
     for x in values:
-        kinds, what = _toml_kinds(param)
         if not isinstance(x, kinds) or (isinstance(x, bool) and bool not in kinds):
             raise UsageError(f"{path}: {key} = {x!r}: expected {what}")
         try:
@@ -127,10 +127,7 @@ def _toml_kinds(param: Any) -> tuple[tuple[type, ...], str]:
     """The TOML types a value of ``param`` may have: a flag takes true or false, a number
     option a number, every other option (paths, URLs, choices, times) a string. Click would
     take ``offline = 1`` or ``db = 5`` and fail later, far from the file."""
-    try:
-        from typer._click import types
-    except ImportError:  # typer releases that depend on click instead of carrying it
-        from click import types
+    from ._click import types
     if getattr(param, "is_flag", False) or isinstance(param.type, types.BoolParamType):
         return (bool,), "true or false"
     if isinstance(param.type, types.IntParamType):
