@@ -74,6 +74,12 @@ def _grace(ctx: Mapping[str, Any], epoch: int, notes: list[str]) -> GraceUpgrade
             return None
         notes.append("effective heights unknown: grace epochs checked against [S(N), S(N+1)) instead of "
                      "[SNV(N), SNV(N+1))")
+    return grace_applied(start, end, notes)
+
+
+def grace_applied(start: int, end: int | None, notes: list[str]) -> GraceUpgrade | None:
+    """The punishment grace epoch of a known upgrade in heights [start, end), if any, said in
+    ``notes`` (an upgrade whose p0 override is not documented is said, and not applied)."""
     applied = None
     for g in grace_upgrades_in(start, end):
         if g.binom_test_p0 is None:
@@ -107,7 +113,7 @@ def _assess(r: Mapping[str, Any], p0r: P0Result, excluded_known: bool, root_know
     missed = int(r["missed_requests"])
     total = inference_count + missed
     rewarded = int(r["rewarded_coins"])
-    passed, crit, p_value, test_error, test_text = _test(missed, total, p0r)
+    passed, crit, p_value, test_error, test_text = verdict_of(missed, total, p0r)
     causes = _zero_causes(r, root_known)
     verdict, reason, discrepancy = _verdict(total, passed, rewarded, test_text, causes, excluded_known, root_known)
     root_weight = r.get("root_weight")
@@ -131,7 +137,7 @@ def _assess(r: Mapping[str, Any], p0r: P0Result, excluded_known: bool, root_know
     }
 
 
-def _test(missed: int, total: int, p0r: P0Result) -> tuple[bool, int | None, Decimal | None, str | None, str]:
+def verdict_of(missed: int, total: int, p0r: P0Result) -> tuple[bool, int | None, Decimal | None, str | None, str]:
     """The chain's test of ``missed`` of ``total`` at the network p0: passed, the critical
     misses (table path), the p-value (exact path), the chain's error if any, and the sentence."""
     p0 = p0r.p0

@@ -6,7 +6,7 @@ the gateway's accounting API and the hosts). :func:`assess` turns one reading in
 ``Result``: the network's miss share and the p0 the chain would pick if the epoch ended now,
 each participant's projection to the epoch's end at the rate so far, the critical misses and
 margin there, the verdict of the projection and of today's counts alone, and the
-``miss_test_at_risk`` findings. The test is the miss test's own (``misstest._test`` over
+``miss_test_at_risk`` findings. The test is the miss test's own (``misstest.verdict_of`` over
 ``misstest_math.dynamic_p0``): one implementation decides the projection and the settled
 verdict, and at the epoch's end (progress 1, every escrow settled) they are the same numbers.
 
@@ -29,8 +29,8 @@ from typing import Any
 from ..result import Finding, Result, Table, utc_text
 from .context import Run
 from .frame import Options
-from .misstest import _test as chain_test, facts as misstest_facts
-from .misstest_math import P0Result, dynamic_p0, grace_upgrades_in
+from .misstest import facts as misstest_facts, grace_applied, verdict_of as chain_test
+from .misstest_math import P0Result, dynamic_p0
 
 KEY, TITLE = "watch", "Miss test of the running epoch"
 COLUMNS = ["participant", "requests_so_far", "missed_so_far", "missed_unsettled", "projected_requests",
@@ -60,12 +60,8 @@ def _verdict(total: int, passed: bool) -> str:
     return "no_requests" if total == 0 else "pass" if passed else "fail"
 
 
-def _p0(gov: Decimal | None, window: Any, rows: Iterable[tuple[int, int]], notes: list[str]) -> P0Result:
-    """``getDynamicP0`` over ``(requests, missed)`` rows, with a known grace epoch's p0."""
-    for g in grace_upgrades_in(window.start, window.end):
-        if g.binom_test_p0 is not None:
-            notes.append(f"punishment grace epoch: the {g.name} upgrade falls in this epoch, p0 {g.binom_test_p0}")
-            gov = g.binom_test_p0
+def _p0(gov: Decimal | None, rows: Iterable[tuple[int, int]]) -> P0Result:
+    """``getDynamicP0`` over ``(requests, missed)`` rows."""
     return dynamic_p0(gov, [(req - miss, miss) for req, miss in rows])
 
 
@@ -109,8 +105,9 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
         req, miss = d["requests_chain"] + d["assigned_u"], d["missed_chain"] + missed_u
         now_rows[p] = (req, miss)
         proj_rows[p] = (_scale(req, elapsed, span), _scale(miss, elapsed, span))
-    p0_now = _p0(reading.governance_p0, w, now_rows.values(), notes)
-    p0_end = _p0(reading.governance_p0, w, proj_rows.values(), [])
+    grace = grace_applied(w.start, w.end, notes)     # the miss test's own grace-epoch rule
+    gov = reading.governance_p0 if grace is None else grace.binom_test_p0
+    p0_now, p0_end = _p0(gov, now_rows.values()), _p0(gov, proj_rows.values())
     hours_left = None
     if reading.seconds_per_block and w.height < w.end:
         hours_left = (w.end - w.height) * reading.seconds_per_block / 3600
@@ -125,7 +122,7 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
     shown = [r for r in rows if not wanted or r["participant"] in wanted]
     findings = [f for f in findings if not wanted or f.subject["id"] in wanted]
     shown.sort(key=lambda r: (_rank(r), r["margin"] if r["margin"] is not None else 1 << 62, r["participant"]))
-    data = _data(reading, p0_now, p0_end, now_rows, shown, notes)
+    data = _data(reading, p0_now, p0_end, per, now_rows, shown, notes)
     unknown = [] if len(reading.sources) > 1 else [
         "no --accounting or --host: the misses of escrows not yet settled on chain are unknown, not zero"]
     coverage = {"sources": list(reading.sources), "missing": list(reading.missing), "unknown": unknown}
@@ -195,15 +192,12 @@ def _by_source(d: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in d.items() if v) or "none"
 
 
-def _data(reading: Any, p0_now: P0Result, p0_end: P0Result, now_rows: dict, shown: list, notes: list) -> dict:
+def _data(reading: Any, p0_now: P0Result, p0_end: P0Result, per: dict, now_rows: dict, shown: list,
+          notes: list) -> dict:
     w = reading.window
     req = sum(r for r, _ in now_rows.values())
     miss = sum(m for _, m in now_rows.values())
-    by_source = {"chain": 0, "accounting": 0, "host": 0}
-    for p, (inf, m) in reading.chain.items():
-        by_source["chain"] += m
-    for u in reading.unsettled:
-        by_source[u.source] += u.missed
+    by_source = {s: sum(d["by_source"][s] for d in per.values()) for s in ("chain", "accounting", "host")}
     return {
         "epoch": w.epoch,
         "height": w.height,
