@@ -100,8 +100,9 @@ class Store:
         self.read_only = read_only
         self._in_tx = False
         self._types: dict[str, dict[str, str]] = {}
-        # how often each named query ran (by name) and each derived table was built
-        # ("derived:<view>") on this connection: tests check that a run does its work once
+        # how often each named query ran (by name), each SQL text an analysis ran ("sql:<text>")
+        # and each derived table was built ("derived:<view>") on this connection: tests check
+        # that a run does its work once
         self.executed: Counter[str] = Counter()
         if not read_only:
             try:
@@ -110,7 +111,7 @@ class Store:
             except BaseException:
                 self.con.close()
                 raise
-        elif self.one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
+        elif self._one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
             self._refuse_newer({r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()},
                                _migration_files())
 
@@ -152,7 +153,7 @@ class Store:
         files = {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "views").glob("*.sql"))}
         digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
-        if self.one("SELECT digest FROM schema_views") == (digest,):
+        if self._one("SELECT digest FROM schema_views") == (digest,):
             return
         with self.transaction():
             for name in _dependency_order(files):
@@ -177,7 +178,7 @@ class Store:
         The table is rebuilt first when it is stale: when log_events has gained rows, or the
         view definitions changed, since it was built (derived_state). Working out a 1 GB
         log's race attempts takes seconds; they change only when logs are collected."""
-        stamp = (self.one("SELECT digest FROM schema_views")[0], self.one("SELECT count(*) FROM log_events")[0])
+        stamp = (self._one("SELECT digest FROM schema_views")[0], self._one("SELECT count(*) FROM log_events")[0])
         shadowed: list[str] = []
         try:
             for view in views:
@@ -194,8 +195,8 @@ class Store:
     def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
         """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``."""
         table = f"derived_{view}"
-        built = self.one("SELECT views_digest, log_events FROM derived_state WHERE name = ?", [view])
-        exists = self.one("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table])
+        built = self._one("SELECT views_digest, log_events FROM derived_state WHERE name = ?", [view])
+        exists = self._one("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table])
         if built == stamp and exists:
             return
         self.executed[f"derived:{view}"] += 1
@@ -314,15 +315,25 @@ class Store:
         if not path.is_file():
             raise StoreError(f"no query file queries/{name}.sql")
         self.executed[name] += 1
-        return self.rows(path.read_text(encoding="utf-8"), params)
+        return self._rows(path.read_text(encoding="utf-8"), params)
 
+    # SQL run as text (not a file of queries/) counts in ``executed`` under its text; the
+    # store's own bookkeeping (migrations, view digests, derived tables) does not
     def one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
         """The first row of a query, or None. Reads the result to its end: DuckDB refuses
         further work on a connection whose last result was not fully fetched."""
+        self.executed[_sql_key(sql)] += 1
+        return self._one(sql, params)
+
+    def rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        self.executed[_sql_key(sql)] += 1
+        return self._rows(sql, params)
+
+    def _one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
         rows = self.con.execute(sql, params or None).fetchall()
         return rows[0] if rows else None
 
-    def rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    def _rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, params or None)
         cols = [d[0] for d in cur.description] if cur.description else []
         return [dict(zip(cols, r)) for r in cur.fetchall()]
@@ -381,6 +392,11 @@ def _dependency_order(views: Mapping[str, str]) -> list[str]:
         for n in ready:
             del words[n]
     return order
+
+
+def _sql_key(sql: str) -> str:
+    """How ``Store.executed`` names SQL run as text (``one``, ``rows``): ``sql:`` and the text."""
+    return "sql:" + " ".join(sql.split())
 
 
 def _check_name(name: str) -> None:

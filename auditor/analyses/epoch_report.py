@@ -24,11 +24,11 @@ def run(store: Store, epoch: int, options: Options | None = None, *, progress: A
     (``auditor.progress.Progress``) shows them going by, as a bar on a terminal and log lines
     off one."""
     options = options or Options()
-    settled, complete = require_epoch(store, epoch)
-    analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
     # one run for the report: what several analyses need is worked out once, and the miss
     # test's findings carry poc_overload's CPoC window misses because both are in it
     shared = run_for(store, epoch, ctx) if ctx is not None else Run(store, epoch, analyses=[a.key for a in ANALYSES])
+    settled, complete = require_epoch(store, epoch, shared)
+    analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
     parts = [a.run(store, epoch, options, ctx=shared) for a in analyses]
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}

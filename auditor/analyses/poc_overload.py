@@ -164,8 +164,8 @@ class _Event:
 
 def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     opt = PocOverloadOptions.of(options)
-    require_epoch(store, epoch)
     run_ = run_for(store, epoch, ctx)
+    require_epoch(store, epoch, run_)
     per_10000 = opt.per_10000 if opt.per_10000 is not None else DEFAULT_PER_10000
     per_source = "given with --per-10000" if opt.per_10000 is not None else PER_10000_DEFAULT_SOURCE
     why = cpoc.not_collected(run_)

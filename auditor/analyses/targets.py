@@ -335,8 +335,9 @@ def _governance(rows: list[dict], per: float) -> dict:
 def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     opt = _opts(options)
     parse_statistic(opt.statistic)
-    require_epoch(store, epoch)
-    return _result(store, [epoch], opt, {epoch: run_for(store, epoch, ctx)})
+    run_ = run_for(store, epoch, ctx)
+    require_epoch(store, epoch, run_)
+    return _result(store, [epoch], opt, {epoch: run_})
 
 
 def run_range(store: Store, first: int, last: int, options: Options | None = None) -> Result:
