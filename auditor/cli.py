@@ -229,7 +229,8 @@ def _analyse(a, call, sources, out: Output) -> None:
             code = _collect(store, sources, call.collect_epochs())
         call = _resolved_participant(store, call)
         if call.run is not None:
-            result = call.run(store, call.epoch, call.options)
+            with a.reading(store):
+                result = call.run(store, call.epoch, call.options)
         else:
             result = a.run(store, call.epoch, call.options)     # it makes its one run
     if result.unavailable and not result.parts:
@@ -409,7 +410,11 @@ FLAGS: dict[str, Group] = {
         _opt("per_10000", Per10000Opt, None),
     ], _targets_call),
     "hedging": Group("call", [_opt("epoch", OptionalEpochArg, None), _opt("since", SinceOpt, None),
-                              _opt("until", UntilOpt, None), PARTICIPANT], _hedging_call),
+                              _opt("until", UntilOpt, None), PARTICIPANT,
+                              _opt("all_races", Annotated[bool, typer.Option(
+                                  "--all-races", help="List every race in the JSON (by default the "
+                                  "100 with the most wasted work; all stay in the store: hedge_races).")], False)],
+                     _hedging_call),
     "remints": Group("call", [
         EPOCH_ARG,
         _opt("threshold", Annotated[Optional[int], typer.Option("--threshold", min=0, metavar="UNITS",

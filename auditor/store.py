@@ -1,7 +1,10 @@
 """The DuckDB store: one file, a versioned schema, transactions and named queries.
 
 Migrations are the files ``queries/schema/NNN_name.sql``, applied once each in
-order and recorded in ``schema_migrations``; they hold tables only. The views the
+order and recorded in ``schema_migrations``; they hold tables only. The line tables
+``queries/lines/<name>.sql`` are typed rows of one kind of gateway log line (one row per
+line, its JSON fields read once), kept in step with log_events (``keep_lines``) and made
+again when its definition changed. The views the
 analyses read are ``queries/views/<name>.sql``, one each, re-created when a store
 opened for writing finds them changed. Analyses run the SQL files under
 ``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
@@ -38,6 +41,22 @@ def queries_dir() -> Path:
 
 def _migration_files() -> list[Path]:
     return sorted((queries_dir() / "schema").glob("[0-9][0-9][0-9]_*.sql"))
+
+
+_LINES: dict[str, str] = {}
+
+
+def line_tables() -> dict[str, str]:
+    """The line tables, name -> their SELECT over ``log_events`` (queries/lines/<name>.sql):
+    one row per line of one kind, without aggregation, so that the rows of any set of lines
+    are the rows of those lines alone (what lets them be filled block by block)."""
+    if not _LINES:
+        for f in sorted((queries_dir() / "lines").glob("*.sql")):
+            sql = f.read_text(encoding="utf-8").rstrip().rstrip(";")
+            if re.search(r"^\s*WITH\b", sql, re.M | re.I):
+                raise StoreError(f"queries/lines/{f.name}: a line table is one SELECT, without WITH")
+            _LINES[f.stem] = sql
+    return _LINES
 
 
 def default_db_path() -> Path:
@@ -104,10 +123,13 @@ class Store:
         # and each derived table was built ("derived:<view>") on this connection: tests check
         # that a run does its work once
         self.executed: Counter[str] = Counter()
+        self._shadowed: Counter[str] = Counter()     # views read from their derived tables (derived)
         if not read_only:
             try:
                 self.migrate()
+                self.create_lines()
                 self.create_views()
+                self.keep_lines()
             except BaseException:
                 self.con.close()
                 raise
@@ -146,12 +168,58 @@ class Store:
             raise StoreError(f"the database {self.path} was made by a newer auditor (schema version {max(done)}; "
                              f"this one knows up to {known}): upgrade auditor, or use another --db")
 
+    def create_lines(self) -> None:
+        """Define the line tables (queries/lines/): a table whose definition changed since it
+        was made is made again, empty (``keep_lines`` fills it); those no longer defined are
+        dropped. lines_state records each one's definition and how many log_events rows it
+        has read."""
+        files = line_tables()
+        built = dict(self.con.execute("SELECT name, digest FROM lines_state").fetchall())
+        digests = {name: _digest(sql) for name, sql in files.items()}
+        if built == digests:
+            return
+        with self.transaction():
+            for name, sql in files.items():
+                if built.get(name) == digests[name]:
+                    continue
+                # a view of that name (a store from before it was a line table) makes way
+                self.con.execute(f"DROP VIEW IF EXISTS main.{name}")
+                try:
+                    self.con.execute(f"CREATE OR REPLACE TABLE main.{name} AS SELECT * FROM ({sql}) LIMIT 0")
+                except duckdb.Error as exc:
+                    raise StoreError(f"cannot define the line table of queries/lines/{name}.sql: "
+                                     f"{str(exc).splitlines()[0]}") from exc
+                self.replace("lines_state", {"name": name}, [{"name": name, "digest": digests[name], "rows_read": 0}])
+            for name in set(built) - set(files):
+                self.con.execute(f"DROP TABLE IF EXISTS main.{name}")
+                self.con.execute("DELETE FROM lines_state WHERE name = ?", [name])
+
+    def keep_lines(self) -> int:
+        """Bring every line table up to date with log_events: read the rows added since it
+        last read (log_events only grows, rows in the order stored: see 009), in one
+        transaction. Returns the log_events rows read (0 when all were up to date). Collecting
+        gateway logs calls it at the end; an analysis, before it reads (a store collected by
+        an older auditor, or a collect interrupted before this step)."""
+        total = self._one("SELECT count(*) FROM log_events")[0]
+        behind = self.con.execute("SELECT name, rows_read FROM lines_state WHERE rows_read < ?", [total]).fetchall()
+        if not behind or self.read_only:
+            return 0
+        files = line_tables()
+        with self.transaction():
+            for name, rows_read in behind:
+                self.executed[f"lines:{name}"] += 1
+                self.con.execute(f"INSERT INTO main.{name} SELECT * FROM (WITH log_events AS "
+                                 f"(SELECT * FROM main.log_events WHERE rowid >= {int(rows_read)}) {files[name]})")
+                self.con.execute("UPDATE lines_state SET rows_read = ? WHERE name = ?", [total, name])
+        return total - min(r for _, r in behind)
+
     def create_views(self) -> None:
         """Define every view of ``queries/views/`` (when their text changed since the last
         time) and drop views that are no longer defined there. A view that reads another
         (its file names it) is defined after it."""
         files = {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "views").glob("*.sql"))}
-        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        # the line tables the views read count too: a derived table follows both (derived_state)
+        digest = hashlib.sha256(json.dumps([files, line_tables()], sort_keys=True).encode()).hexdigest()
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
         if self._one("SELECT digest FROM schema_views") == (digest,):
             return
@@ -172,25 +240,30 @@ class Store:
     # -- derived tables -------------------------------------------------------
     @contextmanager
     def derived(self, *views: str) -> Iterator[None]:
-        """Within the block, each of ``views`` (views of queries/views/ that read only the
-        gateway logs; a later one may read an earlier) is read from a table of its rows kept
-        in the store, ``derived_<view>``, instead of being worked out again from log_events.
-        The table is rebuilt first when it is stale: when log_events has gained rows, or the
-        view definitions changed, since it was built (derived_state). Working out a 1 GB
-        log's race attempts takes seconds; they change only when logs are collected."""
+        """Within the block, each of ``views`` (views of queries/views/ over the gateway logs; a
+        later one may read an earlier) is read from a table of its rows kept in the store,
+        ``derived_<view>``, instead of being worked out again. The table is rebuilt first when
+        it is stale: when log_events has gained rows, or the definitions changed, since it was
+        built (derived_state). Working out a busy day's attempts takes seconds; they change
+        only when logs are collected. Blocks nest: a view already read from its table stays so
+        until the outermost block that asked for it ends."""
         stamp = (self._one("SELECT digest FROM schema_views")[0], self._one("SELECT count(*) FROM log_events")[0])
-        shadowed: list[str] = []
+        entered: list[str] = []
         try:
             for view in views:
                 _check_name(view)
-                self._build_derived(view, stamp)
-                # a temporary view of the same name is found before main's
-                self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
-                shadowed.append(view)
+                if not self._shadowed[view]:
+                    self._build_derived(view, stamp)
+                    # a temporary view of the same name is found before main's
+                    self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
+                self._shadowed[view] += 1
+                entered.append(view)
             yield
         finally:
-            for view in reversed(shadowed):
-                self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
+            for view in reversed(entered):
+                self._shadowed[view] -= 1
+                if not self._shadowed[view]:
+                    self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
 
     def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
         """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``."""
@@ -392,6 +465,10 @@ def _dependency_order(views: Mapping[str, str]) -> list[str]:
         for n in ready:
             del words[n]
     return order
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _sql_key(sql: str) -> str:

@@ -13,4 +13,4 @@ WHERE primary_lost
   AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
   AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
 GROUP BY ALL
-ORDER BY primary_host, races DESC, decision, winner_host;
+ORDER BY primary_host, races DESC, decision, winner_host, winner_start_reason NULLS LAST;

@@ -4,7 +4,7 @@
 -- (acct_slots), else the gateway logs (slot = nonce mod group size, the group size from
 -- decision_made, the host from race_completed / nonce_disposition participant=).
 -- epoch_index / model_id come from the chain record when there is one.
--- Reads: chain_escrows, acct_slots, log_events, attempts, log_nonce_dispositions.
+-- Reads: chain_escrows, acct_slots, log_hedge_decisions, attempts, log_nonce_dispositions.
 WITH chain AS (
     SELECT CAST(e.escrow_id AS BIGINT) AS escrow, CAST(u.i - 1 AS BIGINT) AS slot_id, u.host AS participant,
            len(e.slots) AS group_size, 'chain' AS source,
@@ -19,8 +19,8 @@ WITH chain AS (
     FROM acct_slots WHERE slot_id IS NOT NULL AND participant <> ''
     GROUP BY 1, 2
 ), gs AS (
-    SELECT escrow, max(TRY_CAST(fields->>'group_size' AS BIGINT)) AS group_size
-    FROM log_events WHERE kind = 'stage' AND name = 'decision_made' AND escrow IS NOT NULL
+    SELECT escrow, max(CAST(group_size AS BIGINT)) AS group_size
+    FROM log_hedge_decisions WHERE escrow IS NOT NULL
     GROUP BY escrow
 ), seen AS (
     SELECT escrow, nonce, participant, model FROM attempts

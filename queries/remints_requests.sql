@@ -7,11 +7,11 @@
 -- request logged (NULL: not logged, the usual case: the gateway then applied its default),
 -- the attempts it ran (race_completed lines), its outcome, and whether it failed to reserve
 -- ("insufficient escrow balance"), with the time of that failure.
--- Reads: log_requests, log_events, log_escrow_events.
+-- Reads: log_requests, log_request_lines, log_escrow_events.
 WITH mt AS (
-    SELECT request, first(TRY_CAST(fields->>'max_tokens' AS BIGINT) ORDER BY file_id, line_no) AS max_tokens
-    FROM log_events
-    WHERE request IS NOT NULL AND name <> 'poc_probe_prepared' AND fields->>'max_tokens' IS NOT NULL
+    SELECT request, first(max_tokens ORDER BY pos) AS max_tokens
+    FROM log_request_lines
+    WHERE logs_max_tokens
     GROUP BY request
 ),
 fail AS (

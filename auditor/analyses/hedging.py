@@ -17,6 +17,7 @@ function of those rows, with its thresholds printed), and builds the findings.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable
 
@@ -46,6 +47,7 @@ PREDICT_SHARE = 0.8         # ... share of them that were predictable
 SPEEDUP_DECISIONS = ("pairwise_budgeted_speedup", "secondary_faster")
 AB_DECISION = "pairwise_ab_sample"
 RACE_TABLE_ROWS = 50         # the terminal / md / html tables show the races with the most waste ...
+RACES_LISTED = 100           # ... and the JSON lists as many, most waste first, unless --all-races
 BEATEN_TABLE_ROWS = 5        # ... and the commonest winners over each primary; --format json has every row
 
 
@@ -430,6 +432,11 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
     return out
 
 
+@dataclass(frozen=True)
+class HedgingOptions(Options):
+    all_races: bool = False      # list every race in the JSON (default: the RACES_LISTED with most waste)
+
+
 # -- the analysis ----------------------------------------------------------------------------
 def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: Run | None = None) -> Result:
     """The hedging analysis of epoch N's span (or --since/--until). The views over the logs
@@ -438,10 +445,10 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     the store and rebuilt only when logs were collected since (Store.derived): a 1 GB log's
     attempts are worked out once, not once per query or per run."""
     with store.derived("hedge_attempts", "hedge_races", "hedge_priors", "log_participants"):
-        return _run(store, epoch, options or Options(), ctx)
+        return _run(store, epoch, HedgingOptions.of(options), ctx)
 
 
-def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None) -> Result:
+def _run(store: Any, epoch: int | None, options: HedgingOptions, ctx: Run | None = None) -> Result:
     since, until, what, problem = time_range(store, epoch, options, ctx)
     if problem is not None:
         return _unavailable(epoch, problem)
@@ -483,6 +490,7 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     race_list = [_race_json(r) for r in races]
+    listed = race_list if options.all_races else _most_waste(race_list)[:RACES_LISTED]
     data = {
         "epoch": epoch,
         "available": True,
@@ -495,7 +503,11 @@ def _run(store: Any, epoch: int | None, options: Options, ctx: Run | None = None
         "predictability": pred,
         "primary_unresponsive": unresp_data,
         "counterfactuals": cfs,
-        "races": race_list,
+        "races": listed,
+        "races_listed": {"listed": len(listed), "of": len(race_list),
+                         "which": "all" if len(listed) == len(race_list) else "most wasted work first",
+                         "all": "auditor hedging ... --all-races, or auditor sql \"SELECT * FROM hedge_races\" "
+                                "(and hedge_attempts)"},
         "thresholds": thresholds(),
         "notes": notes,
     }
@@ -654,6 +666,11 @@ def _race_json(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _most_waste(races: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The races, the most wasted work first (a stable sort: ties keep their order)."""
+    return sorted(races, key=lambda r: -sum((a["wasted_ms"] or 0) for a in r["attempts"]))
+
+
 def _pct(x: float | None) -> str:
     return "unknown" if x is None else f"{x:.1%}"
 
@@ -707,7 +724,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                  priority=["remedy", "attempt_seconds_saved", "attempts_saved", "latency_added_seconds", "would_fail"],
                  notes=[f"{s['remedy']}: {s['applies_to']}; " + "; ".join(s["assumptions"]) for s in cfs]
                  + ["thresholds: " + ", ".join(f"{k}={v}" for k, v in thresholds().items())])
-    top = sorted(races, key=lambda r: -sum((a["wasted_ms"] or 0) for a in r["attempts"]))[:RACE_TABLE_ROWS]
+    top = _most_waste(races)[:RACE_TABLE_ROWS]
     race_rows = []
     for r in top:
         losers = [a for a in r["attempts"] if a["wasted"]]
@@ -718,7 +735,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
-    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {len(races)}; all in --format json)",
+    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {len(races)}; the JSON lists {RACES_LISTED}, all with --all-races)",
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
                     notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"],
@@ -754,12 +771,13 @@ def metrics(result: Result):
             yield "auditor_wasted_attempt_seconds", (str(h["host"] or h["label"]),), h["wasted_seconds"]
 
 
-def call(epoch: int | None, since: datetime | None, until: datetime | None, participant: str | None):
+def call(epoch: int | None, since: datetime | None, until: datetime | None, participant: str | None,
+         all_races: bool = False):
     """``auditor hedging``' flags as a :class:`frame.Call`: it needs a range, epoch N's span or
     --since/--until (time_range's rule, checked before anything is collected)."""
     from .frame import Call
 
-    options = Options(participant=participant, since=since, until=until)
+    options = HedgingOptions(participant=participant, since=since, until=until, all_races=all_races)
     if epoch is None and since is None and until is None:
         raise UsageError(f"hedging: {time_range(None, None, options)[3]}")
     return Call(epoch, options)

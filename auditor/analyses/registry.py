@@ -21,6 +21,7 @@ import inspect
 import re
 import sys
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -87,6 +88,7 @@ class Analysis:
     options: str | None = None               # the module's Options subclass (None: frame.Options)
     sources: tuple[str, ...] = ("chain",)    # what it reads: chain, accounting, gateway_log, metrics
     depends: tuple[str, ...] = ()            # keys of the analyses whose facts it reads (run before it)
+    kept: tuple[str, ...] = ()               # views over the logs it reads from their kept tables (Store.derived)
     codes: tuple[Code, ...] = ()
     metrics: tuple[Metric, ...] = ()         # samples: the module's metrics(result)
     charts: bool = False                     # the module's charts(result) draws the html pictures
@@ -100,9 +102,14 @@ class Analysis:
         takes one, and its own options built from ``options`` (what the epoch report shares)."""
         fn = getattr(self.load(), self.function)
         options = self.options_from(options)
-        if ctx is not None and "ctx" in inspect.signature(fn).parameters:
-            return fn(store, epoch, options, ctx=ctx)
-        return fn(store, epoch, options)
+        with self.reading(store):
+            if ctx is not None and "ctx" in inspect.signature(fn).parameters:
+                return fn(store, epoch, options, ctx=ctx)
+            return fn(store, epoch, options)
+
+    def reading(self, store: Any) -> AbstractContextManager:
+        """The block in which it runs: its ``kept`` views read from their tables kept in the store."""
+        return store.derived(*self.kept) if self.kept else nullcontext()
 
     def options_class(self) -> type:
         if self.options is None:
@@ -136,7 +143,7 @@ ANALYSES: list[Analysis] = [
     Analysis("cpoc_events", "Confirmation PoC events", "auditor.analyses.epoch_facts", function="cpoc_events"),
     Analysis("preserved_nodes", "Preserved nodes", "auditor.analyses.preserved"),
     Analysis("coverage", "Coverage", "auditor.analyses.coverage",
-             sources=("chain", "accounting", "gateway_log", "metrics")),
+             sources=("chain", "accounting", "gateway_log", "metrics"), kept=("log_participants",)),
     Analysis(
         "miss_test", "Miss test", "auditor.analyses.misstest",
         summary="the chain's miss test for every participant of epoch N",
@@ -185,6 +192,7 @@ Example:
   auditor poc-overload 433 --offline --participant gonka1... --format json
   auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
         options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
+        kept=("attempts", "log_ghosts", "log_participants"),
         depends=("miss_test",),
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
@@ -221,6 +229,7 @@ Example:
   auditor targets --epochs 420..433 --offline --format md
   auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json"""),
         options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
+        kept=("attempts",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
                     "an episode preserved less weight than the model's demand; warn when its hosts then took "
                     "misses",
@@ -245,7 +254,7 @@ Example:
   auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
   auditor hedging 433 --offline --format json --fail-on warn
   auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md"""),
-        sources=("gateway_log", "chain"),
+        options="HedgingOptions", sources=("gateway_log", "chain"), kept=("attempts",),
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
                     "completion as suppressed losers",
@@ -279,6 +288,7 @@ Example:
   auditor remints 396 --offline --format json --fail-on warn
   auditor remints 396 --offline --threshold 2000000 --rotation-target 4 --format md"""),
         options="RemintOptions", sources=("chain", "accounting", "gateway_log"),
+        kept=("attempts", "log_requests"),
         codes=(Code("spurious_remint", ("warn",), "escrow",
                     "a healthy escrow retired and replaced because one request's reservation exceeded its "
                     "balance",

@@ -100,6 +100,7 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
                         raise
                     ing.run.missing(t.given, f"stopped by an unexpected error ({type(exc).__name__}: {exc}); "
                                             f"what was stored before it is kept")
+            _keep_lines(store, progress)
         except Exception:
             # DuckDB (and Arrow inside it) turn Ctrl-C during a query into an error of their
             # own ("Query interrupted"); every commit is whole, so the store holds what was
@@ -115,6 +116,18 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
         if note := compiled_note():
             report.notes.append(note)
     return report
+
+
+def _keep_lines(store: Store, progress: Progress) -> None:
+    """Read the lines just stored into the line tables (queries/lines/), once, here: every
+    analysis after reads their typed rows instead of parsing log_events' fields again."""
+    try:
+        with progress.task("reading the new lines into the line tables", None):
+            store.keep_lines()
+    except (duckdb.Error, StoreError) as exc:
+        raise SourceError(f"the gateway log lines are stored, but the line tables could not be brought up to "
+                          f"date ({str(exc).splitlines()[0]}); the next command that opens the store tries again"
+                          ) from exc
 
 
 @contextmanager

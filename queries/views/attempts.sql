@@ -33,44 +33,12 @@
 --   start_pos, end_pos  file_id x 10^12 + line_no of the attempt's first line (prepared,
 --              poc_probe_prepared or started) and of its race_completed line: line order
 --              across files, for placing other lines (escalations) against the attempt.
--- Reads: log_events (race_completed, decision_made and the attempt stages; one scan, each
--- JSON record parsed once: the fields column is most of the store).
+-- Reads: log_race_lines, log_hedge_decisions, log_attempt_lines (their fields typed once, at
+-- ingestion: queries/lines/).
 CREATE OR REPLACE VIEW attempts AS
-WITH ev AS MATERIALIZED (
-    SELECT file_id, line_no, ts, name, request, escrow, nonce, host,
-           file_id::BIGINT * 1000000000000 + line_no AS pos,
-           CASE name
-               WHEN 'race_completed' THEN json_extract_string(fields,
-                   ['participant', 'model', 'input_tokens', 'winner', 'finished', 'responsive', 'has_receipt',
-                    'attempt_ms', 'output_chunks', 'content_chunks', 'output_bytes', 'usage_tokens', 'probe',
-                    'suspicious', 'failure_reason', 'stall_count', 'max_gap_ms', 'host_idx', 'confirmed_at',
-                    'stream_bytes_read', 'mean_gap_ms', 'content_source', 'error_source', 'stalls'])
-               WHEN 'decision_made' THEN json_extract_string(fields, ['decision', 'delay_ms'])
-               WHEN 'receipt_received' THEN [fields->>'elapsed_ms'] END AS v
-    FROM log_events
-    WHERE kind = 'stage'
-      AND name IN ('race_completed', 'decision_made', 'receipt_received',
-                   'prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
-                   'speculative_attempt_canceled', 'stream_suppressed')
-), att AS (
+WITH att AS (
     -- the fields of race_completed, one line per attempt
-    SELECT file_id, line_no, ts, request, escrow, nonce, host, pos AS end_pos,
-           v[1] AS participant, v[2] AS model, TRY_CAST(v[3] AS BIGINT) AS input_bytes,
-           TRY_CAST(v[4] AS BOOLEAN) AS winner, TRY_CAST(v[5] AS BOOLEAN) AS finished,
-           TRY_CAST(v[6] AS BOOLEAN) AS responsive, TRY_CAST(v[7] AS BOOLEAN) AS has_receipt,
-           TRY_CAST(v[8] AS BIGINT) AS attempt_ms, TRY_CAST(v[9] AS BIGINT) AS output_chunks,
-           TRY_CAST(v[10] AS BIGINT) AS content_chunks, TRY_CAST(v[11] AS BIGINT) AS output_bytes,
-           TRY_CAST(v[12] AS BIGINT) AS usage_tokens,
-           coalesce(TRY_CAST(v[13] AS BOOLEAN), false) AS probe,
-           coalesce(TRY_CAST(v[14] AS BOOLEAN), false) AS suspicious,
-           v[15] AS failure_reason, TRY_CAST(v[16] AS INTEGER) AS stall_count,
-           TRY_CAST(v[17] AS BIGINT) AS max_gap_ms, TRY_CAST(v[18] AS INTEGER) AS host_idx,
-           TRY_CAST(v[19] AS BIGINT) AS confirmed_at, TRY_CAST(v[20] AS BIGINT) AS stream_bytes_read,
-           TRY_CAST(v[21] AS BIGINT) AS mean_gap_ms, nullif(v[22], '') AS content_source,
-           nullif(v[23], '') AS error_source,
-           v[24] AS stalls                                         -- a JSON array, as logged
-    FROM ev
-    WHERE name = 'race_completed'
+    SELECT * FROM log_race_lines
 ), per_nonce AS (
     -- the attempt's own lines, by escrow and nonce
     SELECT escrow, nonce,
@@ -80,15 +48,17 @@ WITH ev AS MATERIALIZED (
            min(ts) FILTER (WHERE name = 'winner_selected') AS winner_selected_ts,
            bool_or(name = 'speculative_attempt_canceled') AS canceled_line,
            bool_or(name = 'stream_suppressed') AS stream_suppressed,
-           min(TRY_CAST(v[1] AS BIGINT)) FILTER (WHERE name = 'receipt_received') AS receipt_ms
-    FROM ev
-    WHERE nonce IS NOT NULL AND escrow IS NOT NULL AND name NOT IN ('race_completed', 'decision_made')
+           min(elapsed_ms) FILTER (WHERE name = 'receipt_received') AS receipt_ms
+    FROM log_attempt_lines
+    WHERE name IN ('prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
+                   'speculative_attempt_canceled', 'stream_suppressed', 'receipt_received')
     GROUP BY escrow, nonce
 ), dec AS (
     -- the request's decision: its first decision_made line
-    SELECT request, arg_min(nonce, pos) AS decision_nonce, arg_min(v[1], pos) AS decision,
-           arg_min(ts, pos) AS decision_ts, arg_min(TRY_CAST(v[2] AS BIGINT), pos) AS delay_ms
-    FROM ev WHERE name = 'decision_made' AND request IS NOT NULL
+    SELECT request, arg_min(primary_nonce, pos) AS decision_nonce, arg_min(decision, pos) AS decision,
+           arg_min(ts, pos) AS decision_ts, arg_min(delay_ms, pos) AS delay_ms
+    FROM (SELECT *, file_id::BIGINT * 1000000000000 + line_no AS pos FROM log_hedge_decisions)
+    WHERE request IS NOT NULL
     GROUP BY request
 ), race AS (
     SELECT request, min(nonce) FILTER (WHERE NOT probe) AS lowest_nonce,

@@ -34,7 +34,7 @@
 --              (see hedging_totals.time_resolution).
 --   ttft_ms    started -> first_token (line times); receipt_ms is receipt_received's
 --              elapsed_ms field.
--- Reads: attempts, log_events (the escalation lines).
+-- Reads: attempts, log_escalations.
 CREATE OR REPLACE VIEW hedge_attempts AS
 WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both use it
     SELECT * REPLACE (coalesce(winner, false) AS winner, coalesce(finished, false) AS finished,
@@ -42,20 +42,7 @@ WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both us
     FROM attempts
     WHERE request IS NOT NULL
 ), trig AS (
-    SELECT request, file_id::BIGINT * 1000000000000 + line_no AS pos,
-           CASE name
-               WHEN 'secondary_immediate_start' THEN coalesce(fields->>'decision', '=decision')  -- the inference-level line has none
-               WHEN 'receipt_timeout_wait_elapsed' THEN 'receipt_timeout'
-               WHEN 'first_token_timeout_wait_elapsed' THEN 'first_token_timeout'
-               WHEN 'attempt_failed' THEN 'attempt_failed'
-               WHEN 'suspicious_host_immediate_escalation' THEN 'suspicious_host'
-               WHEN 'poc_probe_immediate_escalation' THEN 'poc_probe'
-               WHEN 'phase_transition_retry' THEN 'phase_transition_aborted' END AS reason
-    FROM log_events
-    WHERE kind = 'stage' AND request IS NOT NULL
-      AND name IN ('secondary_immediate_start', 'receipt_timeout_wait_elapsed', 'first_token_timeout_wait_elapsed',
-                   'attempt_failed', 'suspicious_host_immediate_escalation', 'poc_probe_immediate_escalation',
-                   'phase_transition_retry')
+    SELECT request, pos, reason FROM log_escalations
 ), secondary_reasons AS (
     -- why each secondary was started: the escalation line before its first line
     SELECT r.file_id, r.line_no,

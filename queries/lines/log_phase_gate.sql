@@ -1,5 +1,4 @@
 -- `chain phase gate:` lines (section 3.4 and 7.1): PoC phase transitions and preserved sets.
-CREATE OR REPLACE VIEW log_phase_gate AS
 SELECT
     file_id, line_no, ts,
     fields->>'_event' AS gate_event,              -- phase active | phase inactive | preserved participants loaded | ...
@@ -18,4 +17,4 @@ SELECT
          THEN list_filter(string_split(fields->>'excluded_participants', ','), lambda x: x <> '') END AS excluded_labels,
     fields
 FROM log_events
-WHERE kind = 'event' AND name = 'chain_phase_gate';
+WHERE kind = 'event' AND name = 'chain_phase_gate'

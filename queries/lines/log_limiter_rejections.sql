@@ -1,6 +1,5 @@
 -- Requests the gateway turned away: limiter rejections (stage gateway_limiter_rejected),
 -- all-escrows-at-zero-capacity 429s, and per-participant limiter rejections.
-CREATE OR REPLACE VIEW log_limiter_rejections AS
 SELECT
     file_id, line_no, ts, request,
     CASE WHEN name = 'gateway_limiter_rejected' THEN 'limiter'
@@ -15,4 +14,4 @@ SELECT
     fields->>'weights' AS escrow_weights,
     fields->>'participant_key' AS participant
 FROM log_events
-WHERE name IN ('gateway_limiter_rejected', 'gateway_zero_capacity', 'participant_limit_rejected');
+WHERE name IN ('gateway_limiter_rejected', 'gateway_zero_capacity', 'participant_limit_rejected')

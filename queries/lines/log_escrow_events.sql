@@ -1,7 +1,6 @@
 -- The escrow lifecycle (section 6): request-triggered exhaustion, deactivation, replacement
 -- and rotation mints, periodic balance/nonce checks, holds, retirement and settlement, and the
 -- runner_prepare_failed stage that starts the exhaustion chain.
-CREATE OR REPLACE VIEW log_escrow_events AS
 SELECT
     file_id, line_no, ts, kind,
     name AS event,
@@ -31,4 +30,4 @@ WHERE (kind = 'event' AND (
           OR name LIKE 'auto\_settle\_%' ESCAPE '\' OR name LIKE 'runtime\_retire%' ESCAPE '\'
           OR name LIKE 'devshard\_settle\_%' ESCAPE '\'
           OR name IN ('gateway_replacing_exhausted_escrow', 'devshard_deactivated')))
-   OR (kind = 'stage' AND name = 'runner_prepare_failed');
+   OR (kind = 'stage' AND name = 'runner_prepare_failed')
