@@ -5,17 +5,21 @@
 -- nonce_disposition of the same escrow and nonce: disposition, dispatch phase, timeout
 -- outcome). A miss is an unfinished_* disposition whose timeout was applied.
 -- Reads: attempts, log_nonce_dispositions, log_host_labels.
-WITH d AS (
-    SELECT escrow, nonce,
-           last(disposition ORDER BY file_id, line_no)       AS disposition,
-           last(dispatch_phase ORDER BY file_id, line_no)    AS dispatch_phase,
-           last(timeout_outcome ORDER BY file_id, line_no)   AS timeout_outcome,
-           last(detail_reason ORDER BY file_id, line_no)     AS detail_reason
-    FROM log_nonce_dispositions WHERE escrow IS NOT NULL GROUP BY escrow, nonce
-), a AS (
-    SELECT a.*, a.ts - to_milliseconds(coalesce(a.attempt_ms, 0)) AS start_ts
-    FROM attempts a
-    WHERE NOT a.probe AND a.ts IS NOT NULL
+WITH a AS (
+    SELECT * FROM (SELECT a.*, a.ts - to_milliseconds(coalesce(a.attempt_ms, 0)) AS start_ts
+                   FROM attempts a
+                   WHERE NOT a.probe AND a.ts IS NOT NULL AND a.ts >= $since)
+    WHERE start_ts <= $until
+), d AS (
+    -- the dispositions of those attempts' nonces only: the work follows the window, not the day
+    SELECT n.escrow, n.nonce,
+           last(n.disposition ORDER BY n.file_id, n.line_no)       AS disposition,
+           last(n.dispatch_phase ORDER BY n.file_id, n.line_no)    AS dispatch_phase,
+           last(n.timeout_outcome ORDER BY n.file_id, n.line_no)   AS timeout_outcome,
+           last(n.detail_reason ORDER BY n.file_id, n.line_no)     AS detail_reason
+    FROM log_nonce_dispositions n
+    SEMI JOIN a ON a.escrow = n.escrow AND a.nonce = n.nonce
+    GROUP BY n.escrow, n.nonce
 )
 SELECT a.file_id, a.line_no, a.request, a.escrow, a.nonce,
        coalesce(nullif(a.participant, ''), l.address) AS participant,
@@ -27,5 +31,4 @@ SELECT a.file_id, a.line_no, a.request, a.escrow, a.nonce,
 FROM a
 LEFT JOIN d ON d.escrow = a.escrow AND d.nonce = a.nonce
 LEFT JOIN log_host_labels l ON l.label = a.host AND l.status = 'resolved'
-WHERE a.ts >= $since AND a.start_ts <= $until
 ORDER BY a.start_ts, a.file_id, a.line_no;

@@ -1,0 +1,107 @@
+"""Line tables (queries/lines/, issue 21): each kind of gateway log line the analyses read,
+typed once and kept in the store, always the same rows as its definition applied to
+log_events, however the lines arrived: in one collect or several, from a store an older
+auditor made, after a collect stopped before the tables were brought up to date, or after
+a definition changed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import FIXTURES, run_cli
+
+LOGS = FIXTURES / "gateway-logs"
+H = FIXTURES / "hedging"
+# every format the gateway writes, the escapes, and the incident log that has every line kind
+EVERY_FORMAT = [LOGS / f for f in ("section12.log", "section12-bare.log", "section12-docker.log",
+                                   "section12-dockerjson.log", "section12-slog-json.log",
+                                   "section12-slog-text.log", "section12-7.log", "escapes.log")]
+
+
+def _collect(db: Path, *paths: Path) -> None:
+    args = [a for p in paths for a in ("--gateway-log", str(p))]
+    r = run_cli("collect", *args, db=db)
+    assert r.returncode == 0, r.stderr
+
+
+def _tables(db: Path) -> dict[str, list[tuple]]:
+    """Every line table's rows, sorted (a table's row order is not part of it)."""
+    from auditor.store import line_tables
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {name: sorted(con.execute(f"SELECT * FROM {name}").fetchall(), key=repr) for name in line_tables()}
+
+
+def _from_definitions(db: Path) -> dict[str, list[tuple]]:
+    """What each definition gives over the whole of log_events, worked out now."""
+    from auditor.store import line_tables
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        return {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in line_tables().items()}
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("lines") / "whole.duckdb"
+    _collect(db, *EVERY_FORMAT, H / "incident.log")
+    return db
+
+
+def test_every_line_table_is_its_definition_over_log_events(whole):
+    got, want = _tables(whole), _from_definitions(whole)
+    assert got == want
+    # and the fixtures give each kind something to hold, so that the comparison means something
+    assert [name for name, rows in got.items() if not rows] == []
+
+
+def test_lines_collected_in_two_runs_equal_one_run(whole, tmp_path):
+    db = tmp_path / "two.duckdb"
+    _collect(db, *EVERY_FORMAT[:4])
+    _collect(db, *EVERY_FORMAT[4:], H / "incident.log")
+    assert _tables(db) == _tables(whole)
+
+
+def test_a_store_behind_catches_up_when_opened(whole, tmp_path):
+    """A collect stopped after its last commit and before the line tables were brought up to
+    date (or a store from before a table existed): the next command that opens the store reads
+    the lines the tables lack, once."""
+    from auditor.store import Store, line_tables
+
+    db = tmp_path / "behind.duckdb"
+    shutil.copy(whole, db)
+    with duckdb.connect(str(db)) as con:
+        for name in line_tables():
+            con.execute(f"DELETE FROM {name}")
+        con.execute("UPDATE lines_state SET rows_read = 0")
+    with Store(db) as st:
+        assert st.keep_lines() == 0            # opening it did the work already
+        assert all(st.executed[f"lines:{name}"] == 1 for name in line_tables())
+    assert _tables(db) == _tables(whole)
+
+
+def test_a_changed_definition_is_made_again(whole, tmp_path):
+    from auditor.store import Store
+
+    db = tmp_path / "changed.duckdb"
+    shutil.copy(whole, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE lines_state SET digest = 'an older definition' WHERE name = 'log_race_lines'")
+        con.execute("DELETE FROM log_race_lines WHERE probe")      # the older table's rows differ
+    with Store(db) as st:
+        assert st.executed["lines:log_race_lines"] == 1
+        assert sum(v for k, v in st.executed.items() if k.startswith("lines:")) == 1
+    assert _tables(db) == _tables(whole)
+
+
+def test_the_views_read_no_fields(whole):
+    """No view over the logs parses log_events' JSON fields: they read the line tables."""
+    from auditor.store import queries_dir
+
+    readers = [f.name for f in (queries_dir() / "views").glob("*.sql")
+               if "fields" in "\n".join(line.split("--")[0] for line in f.read_text().splitlines())]
+    assert readers == []
