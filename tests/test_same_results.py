@@ -1,0 +1,149 @@
+"""Every result is identical before and after a change in how it is computed (issue 21: "Every
+result is identical before and after on the test fixtures and the demo. The tests prove it").
+
+Each case of fixtures/golden/make_golden.py is run again here through the CLI, on a store
+collected afresh from the same fixtures, and its exit code and JSON output must equal the
+golden file written by that script from the code before the change, after the same
+normalisation (make_golden.normalise: the store's directory, the repository's path, the
+loopback port of a --replay server, the order of a list whose order varies by ties today).
+
+A result that changes on purpose is not silenced by rewriting the golden file from code not
+yet known to be right. Two knobs say what changed, and leave the rest compared:
+- DROP_KEYS: (command, dotted path in its JSON output) left out of both sides, e.g.
+  ("epoch", "hedging.races") once the epoch JSON stops listing every race by default
+  (issue 21, "Output sized for people");
+- EXTRA_FLAGS: flags added to the run of a command (not to the golden), e.g.
+  {"hedging": ("--races",)} when a flag brings a list back: the list is then compared in full
+  against the output of the code before the change.
+Both are empty now: nothing is left out.
+
+The largest cases are marked slow (``-m "not slow"`` leaves them out for a quick look).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli
+
+_spec = importlib.util.spec_from_file_location("make_golden", FIXTURES / "golden" / "make_golden.py")
+golden = importlib.util.module_from_spec(_spec)
+sys.modules["make_golden"] = golden      # dataclasses look their module up
+_spec.loader.exec_module(golden)
+
+DROP_KEYS: frozenset[tuple[str, str]] = frozenset()
+EXTRA_FLAGS: dict[str, tuple[str, ...]] = {}
+
+
+def dropped(result: dict, command: str) -> dict:
+    """``result`` without the DROP_KEYS paths of ``command`` (a copy where one is dropped)."""
+    result = dict(result)
+    for cmd, path in DROP_KEYS:
+        if cmd != command:
+            continue
+        *parents, last = path.split(".")
+        node = result["output"] = dict(result["output"])
+        for key in parents:
+            if not isinstance(node.get(key), dict):
+                break
+            node[key] = dict(node[key])
+            node = node[key]
+        else:
+            node.pop(last, None)
+    return result
+
+
+_MISSING = "<missing>"
+
+
+def first_difference(expected, actual, path: str = "$"):
+    """The first place where two JSON values differ, as (path, expected, actual); None when
+    they are equal. Exact: 1, 1.0 and True differ."""
+    if type(expected) is not type(actual):
+        return path, expected, actual
+    if isinstance(expected, dict):
+        for key in expected:
+            if key not in actual:
+                return f"{path}.{key}", expected[key], _MISSING
+            found = first_difference(expected[key], actual[key], f"{path}.{key}")
+            if found:
+                return found
+        for key in actual:
+            if key not in expected:
+                return f"{path}.{key}", _MISSING, actual[key]
+        return None
+    if isinstance(expected, list):
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            found = first_difference(e, a, f"{path}[{i}]")
+            if found:
+                return found
+        if len(expected) != len(actual):
+            i = min(len(expected), len(actual))
+            return (f"{path}[{i}] (lengths {len(expected)} expected, {len(actual)} actual)",
+                    expected[i] if i < len(expected) else _MISSING, actual[i] if i < len(actual) else _MISSING)
+        return None
+    return None if expected == actual else (path, expected, actual)
+
+
+def _short(value, limit: int = 400) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
+def test_first_difference_names_the_path_and_both_values():
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2}]}) is None
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == ("$.a[1].b", 2, 3)
+    assert first_difference({"a": 1}, {"a": 1.0}) == ("$.a", 1, 1.0)
+    assert first_difference({"a": 1}, {"a": True}) == ("$.a", 1, True)
+    assert first_difference({"a": 1}, {}) == ("$.a", 1, _MISSING)
+    assert first_difference({}, {"z": 1}) == ("$.z", _MISSING, 1)
+    assert first_difference([1, 2], [1]) == ("$[1] (lengths 2 expected, 1 actual)", 2, _MISSING)
+
+
+def test_dropped_leaves_out_only_the_path_of_its_command(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "DROP_KEYS", frozenset({("epoch", "hedging.races")}))
+    res = {"output": {"hedging": {"races": [1], "hosts": [2]}, "races": [3]}}
+    assert dropped(res, "epoch") == {"output": {"hedging": {"hosts": [2]}, "races": [3]}}
+    assert res["output"]["hedging"]["races"] == [1]                      # the golden itself is untouched
+    assert dropped(res, "hedging") == res
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """store(dataset): its store, collected once per module through the CLI, and its directory."""
+    built: dict[str, tuple[Path, Path]] = {}
+
+    def store(dataset: str) -> tuple[Path, Path]:
+        if dataset not in built:
+            store_dir = tmp_path_factory.mktemp(f"golden-{dataset}")
+            built[dataset] = golden.build_store(dataset, store_dir, run_cli), store_dir
+        return built[dataset]
+
+    return store
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.stem, marks=[pytest.mark.slow] if c.slow else [])
+                                  for c in golden.CASES])
+def test_same_result_as_before(case, stores):
+    db, store_dir = stores(case.dataset)
+    command = case.argv[0]
+    proc = run_cli(*case.argv, *EXTRA_FLAGS.get(command, ()), db=db)
+    actual = dropped(golden.result(case, proc, store_dir), command)     # its argv: the case's, less EXTRA_FLAGS
+    expected = dropped(golden.load_golden(case), command)
+    found = first_difference(expected, actual)
+    if found:
+        where, want, got = found
+        pytest.fail(f"{case.stem} ({golden.golden_path(case).name}) differs at {where}:\n"
+                    f"  before: {_short(want)}\n  now:    {_short(got)}", pytrace=False)
+
+
+def test_every_golden_file_has_its_case():
+    """A golden file without a case would compare nothing; a case without one fails above."""
+    stems = {c.stem for c in golden.CASES}
+    assert len(stems) == len(golden.CASES)
+    files = {p.name.removesuffix(".gz").removesuffix(".json") for p in golden.HERE.glob("*.json*")}
+    assert files == stems
