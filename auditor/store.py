@@ -423,17 +423,25 @@ class Store:
         self.executed[_sql_key(sql)] += 1
         return self._rows(sql, params)
 
+    def table(self, sql: str) -> tuple[list[str], list[dict[str, Any]]]:
+        """The columns and rows of ``sql`` (``auditor sql``: the columns even when no row comes)."""
+        self.executed[_sql_key(sql)] += 1
+        return self._table(sql, None)
+
     def _one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
         rows = self.con.execute(sql, params or None).fetchall()
         return rows[0] if rows else None
 
     def _rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
-        """Rows as dicts. A TIMESTAMPTZ column is fetched as microseconds and made a UTC
-        datetime here: DuckDB builds each through the time zone database, four times slower,
-        and a busy day's requests are a million of them."""
+        return self._table(sql, params)[1]
+
+    def _table(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None) -> tuple[list[str], list[dict[str, Any]]]:
+        """Columns, and rows as dicts. A TIMESTAMPTZ column is fetched as microseconds and made
+        a UTC datetime here: DuckDB builds each through the time zone database, four times
+        slower, and a busy day's requests are a million of them."""
         rel = self.con.sql(sql, params=params or None)
         if rel is None:                                   # not a query: nothing to fetch
-            return []
+            return [], []
         cols = rel.columns
         stamps = [c for c, typ in zip(cols, rel.types) if str(typ) == "TIMESTAMP WITH TIME ZONE"]
         if stamps:
@@ -443,7 +451,7 @@ class Store:
             for row in out:
                 if (us := row[c]) is not None:
                     row[c] = _EPOCH + timedelta(microseconds=us)
-        return out
+        return cols, out
 
     def close(self) -> None:
         self.con.close()

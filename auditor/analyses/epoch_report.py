@@ -29,7 +29,10 @@ def run(store: Store, epoch: int, options: Options | None = None, *, progress: A
     shared = run_for(store, epoch, ctx) if ctx is not None else Run(store, epoch, analyses=[a.key for a in ANALYSES])
     settled, complete = require_epoch(store, epoch, shared)
     analyses = progress.track(ANALYSES, f"epoch {epoch}: analyses") if progress is not None else ANALYSES
-    parts = [a.run(store, epoch, options, ctx=shared) for a in analyses]
+    # every analysis's kept views for the whole run: a fact one analysis works out for another
+    # (cpoc's attempts around the windows) reads them as the one that needs it would
+    with store.derived(*dict.fromkeys(view for a in ANALYSES for view in a.kept)):
+        parts = [a.run(store, epoch, options, ctx=shared) for a in analyses]
     data: dict = {"epoch": epoch, "settled": settled, "complete": complete}
     cov: dict = {}
     for part in parts:

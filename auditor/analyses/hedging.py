@@ -489,8 +489,8 @@ def _run(store: Any, epoch: int | None, options: HedgingOptions, ctx: Run | None
     totals = _totals(total, facts, races, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
-    race_list = [_race_json(r) for r in races]
-    listed = race_list if options.all_races else _most_waste(race_list)[:RACES_LISTED]
+    by_waste = _most_waste(races)
+    listed = [_race_json(r) for r in (races if options.all_races else by_waste[:RACES_LISTED])]
     data = {
         "epoch": epoch,
         "available": True,
@@ -504,8 +504,8 @@ def _run(store: Any, epoch: int | None, options: HedgingOptions, ctx: Run | None
         "primary_unresponsive": unresp_data,
         "counterfactuals": cfs,
         "races": listed,
-        "races_listed": {"listed": len(listed), "of": len(race_list),
-                         "which": "all" if len(listed) == len(race_list) else "most wasted work first",
+        "races_listed": {"listed": len(listed), "of": len(races),
+                         "which": "all" if len(listed) == len(races) else "most wasted work first",
                          "all": "auditor hedging ... --all-races, or auditor sql \"SELECT * FROM hedge_races\" "
                                 "(and hedge_attempts)"},
         "thresholds": thresholds(),
@@ -514,7 +514,8 @@ def _run(store: Any, epoch: int | None, options: HedgingOptions, ctx: Run | None
     findings = [f for f in _findings(hosts, beaten, pred, unresp, model_of, query_args)
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
     header = _header(what, since, until, totals, pred, unresp_data)
-    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, race_list, unresp_data, notes)
+    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste, len(races), unresp_data,
+                     notes)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
         (until is None or (last is not None and last >= until))
@@ -682,7 +683,7 @@ def _unavailable(epoch: int | None, reason: str) -> Result:
                   coverage={"sources": ["gateway_log"], "missing": [reason]}, unavailable=reason)
 
 
-def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, unresp, notes) -> list[Table]:
+def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste, races, unresp, notes) -> list[Table]:
     host_cols = ["host", "label", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
                  "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
                  "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
@@ -724,7 +725,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
                  priority=["remedy", "attempt_seconds_saved", "attempts_saved", "latency_added_seconds", "would_fail"],
                  notes=[f"{s['remedy']}: {s['applies_to']}; " + "; ".join(s["assumptions"]) for s in cfs]
                  + ["thresholds: " + ", ".join(f"{k}={v}" for k, v in thresholds().items())])
-    top = _most_waste(races)[:RACE_TABLE_ROWS]
+    top = [_race_json(r) for r in by_waste[:RACE_TABLE_ROWS]]
     race_rows = []
     for r in top:
         losers = [a for a in r["attempts"] if a["wasted"]]
@@ -735,7 +736,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, races, u
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
-    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {len(races)}; the JSON lists {RACES_LISTED}, all with --all-races)",
+    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {races}; the JSON lists {RACES_LISTED}, all with --all-races)",
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
                     notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"],

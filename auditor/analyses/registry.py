@@ -143,7 +143,7 @@ ANALYSES: list[Analysis] = [
     Analysis("cpoc_events", "Confirmation PoC events", "auditor.analyses.epoch_facts", function="cpoc_events"),
     Analysis("preserved_nodes", "Preserved nodes", "auditor.analyses.preserved"),
     Analysis("coverage", "Coverage", "auditor.analyses.coverage",
-             sources=("chain", "accounting", "gateway_log", "metrics"), kept=("log_participants",)),
+             sources=("chain", "accounting", "gateway_log", "metrics"), kept=("log_host_lines", "log_participants")),
     Analysis(
         "miss_test", "Miss test", "auditor.analyses.misstest",
         summary="the chain's miss test for every participant of epoch N",
@@ -192,7 +192,7 @@ Example:
   auditor poc-overload 433 --offline --participant gonka1... --format json
   auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
         options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
-        kept=("attempts", "log_ghosts", "log_participants"),
+        kept=("attempts", "log_ghosts", "log_host_lines", "log_participants"),
         depends=("miss_test",),
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
@@ -254,7 +254,7 @@ Example:
   auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
   auditor hedging 433 --offline --format json --fail-on warn
   auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md"""),
-        options="HedgingOptions", sources=("gateway_log", "chain"), kept=("attempts",),
+        options="HedgingOptions", sources=("gateway_log", "chain"), kept=("attempts", "log_host_lines"),
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
                     "completion as suppressed losers",

@@ -293,10 +293,8 @@ def query_result(store, sql: str) -> Result:
     import duckdb
 
     try:
-        rows = store.rows(sql)
-        cur = store.con.description
+        columns, rows = store.table(sql)
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from exc
-    columns = [d[0] for d in cur] if cur else (list(rows[0]) if rows else [])
     table = Table(title=f"{len(rows)} row(s)", columns=columns, rows=rows)
     return Result("sql", "sql", {"columns": columns, "rows": rows}, tables=[table])

@@ -3,10 +3,10 @@
 -- participants (acct_participants, 004) and full addresses the logs print themselves
 -- (log_participants). 'resolved' when exactly one known address ends with the label,
 -- 'ambiguous' when several do (candidates lists them), 'unknown' when none does.
+-- Reads: log_host_lines, chain_validation_weights, acct_participants, log_participants.
 CREATE OR REPLACE VIEW log_host_labels AS
 WITH labels AS (
-    SELECT host AS label, count(*) AS lines, min(ts) AS first_ts, max(ts) AS last_ts
-    FROM log_events WHERE host IS NOT NULL GROUP BY host
+    SELECT * FROM log_host_lines
 ), known AS (
     SELECT participant AS address, 'chain' AS source FROM chain_validation_weights
     UNION
