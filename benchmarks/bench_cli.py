@@ -3,6 +3,10 @@
 on the bundled demo store, for this checkout's `auditor` against a baseline install.
 
     python benchmarks/bench_cli.py --baseline /path/to/old-venv/bin/auditor [--runs 15]
+    python benchmarks/bench_cli.py --phases [--runs 7]
+
+With --phases it says instead where one `auditor epoch 403 --offline` spends its CPU: the
+steps the command takes, each timed in one fresh process (the median over --runs).
 
 Each install's ``auditor`` package is byte-compiled first, as a wheel install does: an
 editable checkout under PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module it
@@ -17,6 +21,7 @@ target issue 21 sets. Without --baseline only this checkout runs.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import statistics
@@ -36,10 +41,15 @@ def build_store(auditor: str, db: Path) -> None:
                    check=False, capture_output=True, timeout=300)
 
 
+def python_of(auditor: str) -> str:
+    """The interpreter that executable ``auditor`` runs with: its script's #! line."""
+    return Path(auditor).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
+
+
 def byte_compile(auditor: str) -> None:
-    """Compile the ``auditor`` package that executable ``auditor`` runs, with its own python
-    (its script's #! line), as pip does for a wheel install."""
-    python = Path(auditor).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
+    """Compile the ``auditor`` package that executable ``auditor`` runs, with its own python,
+    as pip does for a wheel install."""
+    python = python_of(auditor)
     where = subprocess.run([python, "-c", "import auditor, os; print(os.path.dirname(auditor.__file__))"],
                            check=True, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout.strip()
     subprocess.run([python, "-m", "compileall", "-q", where], check=True, stdout=subprocess.DEVNULL)
@@ -55,12 +65,75 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
+# the steps of `auditor epoch 403 --offline` (cli.py: _analyse, _epoch_call, render.emit), each
+# marked with the process's CPU time so far; the first mark is the interpreter's own start-up
+PHASES = """
+import io, json, sys, time
+marks = []
+def mark(name):
+    marks.append((name, time.process_time()))
+mark("interpreter start-up (site, .pth files)")
+import typer
+mark("import typer (and its click)")
+from auditor import cli
+mark("import auditor.cli and the registry")
+typer.main.get_command(cli.app)
+mark("build the command tree")
+import duckdb
+mark("import duckdb")
+from auditor.analyses import epoch_report
+from auditor.analyses.frame import Options
+from auditor.analyses.registry import ANALYSES
+from auditor.report import render
+from auditor.store import Store
+for a in ANALYSES:
+    a.load()
+mark("import the store, the analyses, render")
+store = Store(sys.argv[1])
+mark("open the store (connect, migrations, views)")
+result = epoch_report.run(store, 403, Options())
+mark("run the analyses")
+store.close()
+import rich.console, rich.table
+mark("import rich")
+from auditor.report.table import print_table
+out = io.StringIO()
+out.isatty = lambda: False
+print_table(result, out, render.View())
+mark("render the table")
+render.render(result, "json", render.View())
+mark("render json")
+print(json.dumps([(n, t - (marks[i - 1][1] if i else 0.0)) for i, (n, t) in enumerate(marks)]))
+"""
+
+
+def phases(auditor: str, db: Path, runs: int) -> None:
+    seen: dict[str, list[float]] = {}
+    for _ in range(runs):
+        r = subprocess.run([python_of(auditor), "-c", PHASES, str(db)], check=True, capture_output=True, text=True,
+                           cwd=tempfile.gettempdir())
+        for name, cpu in json.loads(r.stdout.splitlines()[-1]):
+            seen.setdefault(name, []).append(cpu)
+    print(f"{'step of auditor epoch 403 --offline':48} {'cpu ms (median)':>16}")
+    for name, cpus in seen.items():
+        print(f"{name:48} {statistics.median(cpus) * 1000:16.1f}")
+    print(f"{'sum (table format: every step but render json)':48} "
+          f"{sum(statistics.median(c) for n, c in seen.items() if n != 'render json') * 1000:16.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", help="the baseline's auditor executable")
     ap.add_argument("--auditor", default=shutil.which("auditor"), help="this checkout's auditor (default: on PATH)")
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--phases", action="store_true", help="where epoch 403 --offline spends its CPU (this checkout)")
     args = ap.parse_args(argv)
+    if args.phases:
+        with tempfile.TemporaryDirectory() as tmp:
+            byte_compile(args.auditor)
+            build_store(args.auditor, Path(tmp) / "this.duckdb")
+            phases(args.auditor, Path(tmp) / "this.duckdb", args.runs)
+        return 0
     installs = {"this": args.auditor} | ({"baseline": args.baseline} if args.baseline else {})
     with tempfile.TemporaryDirectory() as tmp:
         dbs = {name: Path(tmp) / f"{name}.duckdb" for name in installs}
