@@ -22,7 +22,6 @@ string). An unknown key or a bad value is one clear line and exit 2.
 from __future__ import annotations
 
 import os
-import tomllib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,8 @@ def find(explicit: str | None) -> Path | None:
 
 
 def load(path: Path) -> dict[str, Any]:
+    import tomllib      # here, not at the top: a run without a file (and --help) never needs it
+
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
