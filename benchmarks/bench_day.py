@@ -7,16 +7,15 @@ and analysed by this checkout's `auditor` and, at --baseline-sizes, by a baselin
 
 Per install, the demo chain and accounting are collected once from the bundled recording
 (`collect --epoch 403 --replay fixtures/chain/epoch-403 --replay fixtures/accounting/v5`, no
-network) into a chain-only store; every store below starts as a copy of it, so that collect
-is not timed. Per size, DIR/day-SIZE.log (benchmarks/day_log.py: 24 h from 18:30 UTC inside
-epoch 403's span, with its confirmation PoC) is written unless present. Then, once per
-command, a fresh copy collects the log (`collect --gateway-log`, timed: the collect row), then
-the chain records of the escrows the log names (`collect --epoch 403 --replay ...`, as an
-operator's `epoch 403 --node URL` would; the recording has none of them, so each is stored as
-not found, which keeps `remints` complete; timed: the probe row), and that command runs on it
-straight away: its FIRST run, which may build what the store keeps, reported in its own column
-and not in the median. Then --runs timed runs of every command on
-the last store, installs in turn (A B A B) so a noisy machine's drift hits both alike. The
+network) into a chain-only store, which every store below starts as a copy of (not timed).
+Per size, DIR/day-SIZE.log (day_log.py: 24 h from 18:30 UTC inside epoch 403's span, with its
+confirmation PoC) is written unless present. Then, once per command, a fresh copy collects
+the log (`collect --gateway-log`: the collect row), then the chain records of the escrows the
+log names (`collect --epoch 403 --replay ...`, as an operator's `epoch 403 --node URL` would:
+the probe row; the recording has none of them, so each is stored as not found and `remints`
+is complete), and the command runs on it straight away: its FIRST run, which may build what
+the store keeps, reported apart, not in the median. Then --runs timed runs of every command
+on the last store, installs in turn (A B A B) so a noisy machine's drift hits both alike. The
 commands: `misstest`, `poc-overload`, `targets`, `remints` and `epoch` of 403, and `hedging`
 over 403's span, each `--offline --format json`, output discarded.
 
@@ -89,10 +88,11 @@ def install_info(exe: str) -> tuple[str, Path]:
 
 
 def commit_of(pkg: Path) -> str | None:
-    git = ["git", "-C", str(pkg.parent)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    if head.returncode:
+    """The checkout's commit, when the package is a git checkout's (an editable install)."""
+    if not (pkg.parent / ".git").exists():
         return None
+    git = ["git", "-C", str(pkg.parent)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
     dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
     return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
 
@@ -102,8 +102,8 @@ def day(dir_: Path, size: str, shift: int = 0) -> tuple[Path, dict]:
     if not log.exists():
         tmp = log.with_suffix(".partial")
         summary = day_log.write(tmp, parse_size(size), shift=shift)
-        tmp.rename(log)
         log.with_suffix(".lines").write_text(f"{summary['lines']} {summary['requests']}\n")
+        tmp.rename(log)
     lines, requests = map(int, log.with_suffix(".lines").read_text().split())
     return log, {"lines": lines, "requests": requests}
 
