@@ -7,6 +7,10 @@
 real GLM hosts and the one the chain preserved: the demo's story
 (fixtures/demo-epoch-403/make_gateway_log.py) at a busy gateway's rate, so that every
 analysis of `auditor epoch 403` over the bundled chain recording has work to do.
+
+`--shift K` writes the same day for epoch 403+K of a chain whose epochs repeat epoch 403,
+every height K x 15,391 blocks and every time K x 15,391 x 5.87 s later: bench_day.py's
+epochs 404.. for `targets --epochs`.
 """
 
 from __future__ import annotations
@@ -25,21 +29,27 @@ from tools.synth import Scenario, write_logs  # noqa: E402
 START = datetime(2026, 9, 22, 18, 30, tzinfo=timezone.utc)
 HOURS = 24
 SPAN = ("2026-09-22T18:09:15Z", "2026-09-23T19:15:00Z")   # epoch 403's effective span in the recording
+EPOCH_BLOCKS, BLOCK_S = 15_391, 5.87                        # the recording's epoch length and block time
+EPOCH_TIME = timedelta(seconds=EPOCH_BLOCKS * BLOCK_S)      # 25 h 5 min 45.17 s
 
 
-def scenario() -> Scenario:
+def scenario(shift: int = 0) -> Scenario:
     demo = ROOT / "fixtures" / "demo-epoch-403"
     sys.path.insert(0, str(demo))
     import make_gateway_log as m   # the demo log's hosts and window
 
+    dt = shift * EPOCH_TIME
     return Scenario(duration=timedelta(hours=HOURS), models=("zai-org/GLM-5.3-Flash",),
                     hosts=len(m.GLM_HOSTS), host_addresses=m.GLM_HOSTS,
-                    preserved=tuple(m.STORY["glm_preserved_cpoc"]), cpoc_windows=((m.TRIGGER, m.VAL_END),),
-                    epoch=403, first_block_height=6_214_805, block_time_s=5.87, escrows=4)
+                    preserved=tuple(m.STORY["glm_preserved_cpoc"]), cpoc_windows=((m.TRIGGER + dt, m.VAL_END + dt),),
+                    epoch=403 + shift,
+                    first_block_height=6_214_805 + shift * EPOCH_BLOCKS,   # the recording's height at 18:30
+                    block_time_s=BLOCK_S, escrows=4)
 
 
-def write(out: Path, size: int, seed: int = 21) -> dict:
-    sm = write_logs(out, size, seed=seed, fmt="text", start=START, scenario=scenario())
+def write(out: Path, size: int, seed: int = 21, shift: int = 0) -> dict:
+    sm = write_logs(out, size, seed=seed + shift, fmt="text", start=START + shift * EPOCH_TIME,
+                    scenario=scenario(shift))
     return sm.to_dict()
 
 
@@ -48,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--size", type=synth.parse_size, default=synth.parse_size("5GB"))
     ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument("--shift", type=int, default=0, help="write the day of epoch 403+K instead (see above)")
     a = ap.parse_args(argv)
-    summary = write(a.out, a.size, a.seed)
+    summary = write(a.out, a.size, a.seed, a.shift)
     print(json.dumps(summary, indent=1, default=str))
     return 0
 
