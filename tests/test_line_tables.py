@@ -105,3 +105,20 @@ def test_the_views_read_no_fields(whole):
     readers = [f.name for f in (queries_dir() / "views").glob("*.sql")
                if "fields" in "\n".join(line.split("--")[0] for line in f.read_text().splitlines())]
     assert readers == []
+
+
+
+def test_lines_left_behind_by_a_stopped_collect_are_read_when_the_store_opens(whole, tmp_path, monkeypatch):
+    """A collect that stops after storing log lines and before the line tables read them
+    (Ctrl-C, a crash): the next opening of the store reads those lines from log_events."""
+    import auditor.store
+
+    monkeypatch.setattr(auditor.store.Store, "keep_lines", lambda self: 0)
+    db = tmp_path / "stopped.duckdb"
+    _collect(db, *EVERY_FORMAT, H / "incident.log")
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT max(rows_read) FROM lines_state").fetchone()[0] == 0   # nothing was read
+    monkeypatch.undo()
+    with auditor.store.Store(db):
+        pass
+    assert _tables(db) == _tables(whole)
