@@ -191,7 +191,8 @@ def test_derived_tables_are_kept_and_rebuilt_when_logs_arrive(tmp_path, incident
     assert run_cli("collect", "--gateway-log", str(H / "incident-part1.log"), db=db).returncode == 0
     part = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
     built = state()
-    assert set(built) == {"attempts", "hedge_attempts", "hedge_races", "hedge_priors", "log_participants"}
+    assert set(built) == {"attempts", "hedge_attempts", "hedge_races", "hedge_priors", "log_host_lines",
+                          "log_participants"}
     assert run_json("hedging", "--offline", *RANGE, "--format", "json", db=db) == part
     assert state() == built                                   # read as kept, not rebuilt
     assert run_cli("collect", "--gateway-log", str(H / "incident-part2.log"), db=db).returncode == 0
