@@ -48,8 +48,8 @@ _LINES: dict[str, str] = {}
 
 def line_tables() -> dict[str, str]:
     """The line tables, name -> their SELECT over ``log_events`` (queries/lines/<name>.sql):
-    one row per line of one kind, without aggregation, so that the rows of any set of lines
-    are the rows of those lines alone (what lets them be filled block by block)."""
+    one row per line of one kind, without aggregation, so that the rows of the lines stored
+    since a table last read are the rows it lacks (what lets ``keep_lines`` read only those)."""
     if not _LINES:
         for f in sorted((queries_dir() / "lines").glob("*.sql")):
             sql = f.read_text(encoding="utf-8").rstrip().rstrip(";")
@@ -141,9 +141,9 @@ class Store:
     def _limit_resources(self) -> None:
         """DuckDB's share of the machine, set rather than left to its defaults (80% of the RAM,
         a thread per core of the host): at most MEMORY_LIMIT for its buffers (beyond it,
-        large joins and aggregates spill to ``<db>.tmp``), so that a command over a busy day
-        stays within about 1.5 GB whatever the machine; threads, the CPUs this process may
-        run on (a container's cpuset, not the host's cores). ``$AUDITOR_MEMORY_LIMIT`` (a
+        large joins and aggregates spill to ``<db>.tmp``), so that DuckDB's part of a command
+        over a busy day is bounded whatever the machine's RAM; threads, the CPUs this process
+        may run on (a container's cpuset, not the host's cores). ``$AUDITOR_MEMORY_LIMIT`` (a
         DuckDB size, e.g. ``4GB``) and ``$AUDITOR_THREADS`` override them."""
         limit = os.environ.get("AUDITOR_MEMORY_LIMIT") or MEMORY_LIMIT
         try:
@@ -219,8 +219,8 @@ class Store:
         """Bring every line table up to date with log_events: read the rows added since it
         last read (log_events only grows, rows in the order stored: see 009), in one
         transaction. Returns the log_events rows read (0 when all were up to date). Collecting
-        gateway logs calls it at the end; an analysis, before it reads (a store collected by
-        an older auditor, or a collect interrupted before this step)."""
+        gateway logs calls it at the end; every opening of the store for writing, too (a store
+        collected by an older auditor, or a collect stopped before that step)."""
         total = self._one("SELECT count(*) FROM log_events")[0]
         behind = self.con.execute("SELECT name, rows_read FROM lines_state WHERE rows_read < ?", [total]).fetchall()
         if not behind or self.read_only:
