@@ -51,6 +51,11 @@ class WatchCall:
 def call(participant, once, interval, margin_share, host, prom_textfile, backtest) -> WatchCall:
     if not 0 <= margin_share < 1:
         raise UsageError(f"--margin-share {margin_share}: give a share in [0, 1), e.g. 0.2")
+    live_only = [flag for flag, given in (("--once", once), ("--host", host), ("--prom-textfile", prom_textfile))
+                 if given]
+    if backtest is not None and live_only:
+        raise UsageError(f"{', '.join(live_only)}: only a live watch reads that; --backtest {backtest} replays "
+                         "the readings stored (give --participant to narrow it)")
     return WatchCall(tuple(participant or ()), once, seconds(interval), margin_share, tuple(host or ()),
                      prom_textfile, backtest)
 
@@ -73,7 +78,7 @@ def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: s
         code = 0
         if not sources.offline and sources.any:
             code = collect(store, sources, [c.backtest])
-        result = watch.run(store, c.backtest)
+        result = watch.run(store, c.backtest, _options(c))
     if result.unavailable:
         raise SourceError(result.unavailable)
     render.emit(result, out.fmt, out.path, render.View(wide=out.wide, command=command))

@@ -168,6 +168,17 @@ def test_backtest_says_when_each_zeroed_host_was_first_warned(servers, db):
     assert rows[HOST["healthy"]]["outcome"] == "not zeroed, never warned"
     md = run_cli("watch", "--backtest", "500", "--offline", "--format", "md", db=db)
     assert md.returncode == 0 and "false warnings" in md.stdout
+    # --participant narrows the backtest, as it does a reading (a label several addresses end
+    # with is a usage error); the live watch's own flags are refused
+    name = STORY["zeroed"][0]
+    one = run_cli("watch", "--backtest", "500", "--offline", "--participant", HOST[name], "--format", "json", db=db)
+    assert one.returncode == 0, one.stderr
+    assert [p["participant"] for p in json.loads(one.stdout)["participants"]] == [HOST[name]]
+    several = run_cli("watch", "--backtest", "500", "--offline", "--participant", HOST[name][-8:], db=db)
+    assert several.returncode == 2 and "give the full" in several.stderr
+    for flag in (["--once"], ["--host", "http://127.0.0.1:9/devshard/v1"], ["--prom-textfile", "w.prom"]):
+        bad = run_cli("watch", "--backtest", "500", "--offline", *flag, db=db)
+        assert bad.returncode == 2 and flag[0] in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, flag
 
 
 def test_backtest_counts_false_warnings(servers, db):

@@ -330,7 +330,7 @@ WATCH = Analysis(
     command=Command("watch", "`auditor watch [--participant ADDR]... [--once] [--interval 10m] "
                              "[--margin-share 0.2] [--host URL]... [source flags] [output flags] "
                              "[--prom-textfile PATH]` / "
-                             "`auditor watch --backtest N`", """\
+                             "`auditor watch --backtest N [--participant ADDR]...`", """\
 Early warning: the chain's miss test of the running epoch, projected to its end from the
 chain's counters (settled escrows) plus the misses of escrows not settled yet (--accounting,
 --host). Without --once it re-reads every --interval and prints only what changed.
