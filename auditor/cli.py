@@ -219,10 +219,14 @@ def _analyse(a, call, sources, out: Output) -> None:
     3 when the collection or the analysis's data was incomplete, else 1 for findings at or
     above --fail-on, else 0. Without an epoch (an analysis over --since/--until) only the
     gateway sources are collected."""
-    from .errors import SourceError
+    from .errors import SourceError, StoreError
     from .report import render
     from .store import Store
 
+    if (sources.offline or not sources.any) and str(_db()) != ":memory:" and not Path(_db()).exists():
+        # nothing to collect and nothing stored: say so, rather than make an empty store to read
+        raise StoreError(f"no database at {_db()}; run `auditor collect` first, or give the source flags "
+                         f"(--node, --gateway-log, ...) without --offline")
     with Store(_db()) as store:
         code = 0
         if not sources.offline and sources.any:

@@ -84,10 +84,15 @@ def test_table_output_lines_up(collected):
     assert wide.returncode == 0 and STORY["victim"] in wide.stdout
 
 
-def test_offline_without_data_is_a_clear_error(db):
-    r = run_cli("epoch", "403", "--offline", db=db)
+def test_offline_without_data_is_a_clear_error(db, tmp_path):
+    r = run_cli("epoch", "403", "--offline", db=db)             # no store at all
+    assert r.returncode == 3 and "no database at" in r.stderr and "Traceback" not in r.stderr
+    assert not db.exists()
+    other = tmp_path / "other.duckdb"
+    assert run_cli("collect", "--epoch", "403", "--replay", str(REC), db=other).returncode == 0
+    r = run_cli("epoch", "404", "--offline", db=other)          # a store without that epoch
     assert r.returncode == 3 and "not in the store" in r.stderr and "Traceback" not in r.stderr
-    r = run_cli("misstest", "403", "--offline", db=db)
+    r = run_cli("misstest", "404", "--offline", db=other)
     assert r.returncode == 3 and "collect it first" in r.stderr
 
 

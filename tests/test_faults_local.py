@@ -473,3 +473,14 @@ def test_a_log_into_a_store_on_a_full_disk_is_one_line(small_disk):
     r = run_cli("collect", "--gateway-log", str(log), db=db)
     assert r.returncode == 0, r.stderr
     assert q(db, "SELECT lines, complete FROM log_files WHERE path = ?", [str(log)]) == [(35736, True)]
+
+
+def test_an_analysis_of_a_store_that_does_not_exist_says_so_and_makes_none(tmp_path):
+    """--offline (or no source flag) with no store at --db: nothing to collect and nothing to
+    read is one line and exit 3, not an empty store made to be read (nor its directory)."""
+    db = tmp_path / "no" / "such" / "x.duckdb"
+    for args in (["epoch", "403", "--offline"], ["misstest", "403"], ["hedging", "--offline", "--since", "2026-09-23"]):
+        r = run_cli(*args, db=db)
+        assert r.returncode == 3, (args, r.stderr)
+        assert "no database at" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "no").exists()

@@ -315,7 +315,7 @@ def test_config_file_precedence(demo, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")} | {"AUDITOR_DB": str(other)}
     r = subprocess.run([sys.executable, "-m", "auditor", "misstest", "403"], cwd=tmp_path, capture_output=True,
                        text=True, env=env)
-    assert r.returncode == 3 and "not in the store" in r.stderr     # the env var wins over the file
+    assert r.returncode == 3 and f"no database at {other}" in r.stderr      # the env var wins over the file
     r = subprocess.run([sys.executable, "-m", "auditor", "misstest", "403", "--db", str(demo), "--format", "csv"],
                        cwd=tmp_path, capture_output=True, text=True, env=env)
     assert r.returncode == 0 and r.stdout.startswith("participant,")  # flags win over both
