@@ -439,16 +439,11 @@ class HedgingOptions(Options):
 
 # -- the analysis ----------------------------------------------------------------------------
 def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: Run | None = None) -> Result:
-    """The hedging analysis of epoch N's span (or --since/--until). The views over the logs
-    it reads most (``hedge_attempts``, ``hedge_races``, ``hedge_priors``, and
-    ``log_participants`` for the host labels) are read from their derived tables, kept in
-    the store and rebuilt only when logs were collected since (Store.derived): a 1 GB log's
-    attempts are worked out once, not once per query or per run."""
-    with store.derived("hedge_attempts", "hedge_races", "hedge_priors", "log_participants"):
-        return _run(store, epoch, HedgingOptions.of(options), ctx)
-
-
-def _run(store: Any, epoch: int | None, options: HedgingOptions, ctx: Run | None = None) -> Result:
+    """The hedging analysis of epoch N's span (or --since/--until). The views over the logs it
+    reads most are read from their tables kept in the store (its registry record's ``kept``:
+    ``attempts``, ``hedge_attempts``, ``hedge_races``, ``hedge_priors``, and the host labels'
+    ``log_host_lines`` and ``log_participants``), rebuilt only when logs were collected since."""
+    options = HedgingOptions.of(options)
     since, until, what, problem = time_range(store, epoch, options, ctx)
     if problem is not None:
         return _unavailable(epoch, problem)

@@ -254,7 +254,8 @@ Example:
   auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
   auditor hedging 433 --offline --format json --fail-on warn
   auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md"""),
-        options="HedgingOptions", sources=("gateway_log", "chain"), kept=("attempts", "log_host_lines"),
+        options="HedgingOptions", sources=("gateway_log", "chain"),
+        kept=("attempts", "hedge_attempts", "hedge_races", "hedge_priors", "log_host_lines", "log_participants"),
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
                     "completion as suppressed losers",
