@@ -223,11 +223,12 @@ def _analyse(a, call, sources, out: Output) -> None:
     from .report import render
     from .store import Store
 
-    if (sources.offline or not sources.any) and str(_db()) != ":memory:" and not Path(_db()).exists():
+    db = _db()
+    if (sources.offline or not sources.any) and str(db) != ":memory:" and not Path(db).exists():
         # nothing to collect and nothing stored: say so, rather than make an empty store to read
-        raise StoreError(f"no database at {_db()}; run `auditor collect` first, or give the source flags "
+        raise StoreError(f"no database at {db}; run `auditor collect` first, or give the source flags "
                          f"(--node, --gateway-log, ...) without --offline")
-    with Store(_db()) as store:
+    with Store(db) as store:
         code = 0
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())

@@ -358,14 +358,13 @@ BACKTEST_COLUMNS = ["participant", "settled_verdict", "readings", "warned_readin
 def run(store: Any, epoch: int, options: Options | None = None) -> Result:
     """``auditor watch --backtest N``: when each participant the miss test zeroed in epoch N
     was first warned by the stored readings, and how many warnings were false."""
-    options = WatchOptions.of(options)
     rows = store.query("watch_backtest", epoch=epoch)
-    wanted = {_resolved(want, {r["participant"]: r for r in rows}) for want in options.participants}
-    rows = [r for r in rows if not wanted or r["participant"] in wanted]
     title = f"Backtest of auditor watch on epoch {epoch}"
     if not rows:
         return Result.missing_input(KEY, title, f"no watch readings of epoch {epoch} are stored "
                                                 f"(auditor watch stores one per reading)", ["watch"])
+    wanted = {_resolved(want, {r["participant"]: r for r in rows}) for want in WatchOptions.of(options).participants}
+    rows = [r for r in rows if not wanted or r["participant"] in wanted]
     mt = misstest_facts(Run(store, epoch))
     verdicts = {} if mt.unavailable else {p: a["verdict"] for p, a in mt.by_participant().items()}
     out, counts = [], {"zeroed": 0, "zeroed_warned": 0, "zeroed_missed": 0, "false_warnings": 0,
