@@ -221,8 +221,7 @@ class Store:
         transaction. Returns the log_events rows read (0 when all were up to date). Collecting
         gateway logs calls it at the end; every opening of the store for writing, too (a store
         collected by an older auditor, or a collect stopped before that step)."""
-        total = self._one("SELECT count(*) FROM log_events")[0]
-        behind = self.con.execute("SELECT name, rows_read FROM lines_state WHERE rows_read < ?", [total]).fetchall()
+        total, behind = self._lines_behind()
         if not behind or self.read_only:
             return 0
         files = line_tables()
@@ -233,6 +232,15 @@ class Store:
                                  f"(SELECT * FROM main.log_events WHERE rowid >= {int(rows_read)}) {files[name]})")
                 self.con.execute("UPDATE lines_state SET rows_read = ? WHERE name = ?", [total, name])
         return total - min(r for _, r in behind)
+
+    def lines_behind(self) -> int:
+        """How many log_events rows some line table has not read yet (``keep_lines`` reads them)."""
+        total, behind = self._lines_behind()
+        return total - min((r for _, r in behind), default=total)
+
+    def _lines_behind(self) -> tuple[int, list[tuple[str, int]]]:
+        total = self._one("SELECT count(*) FROM log_events")[0]
+        return total, self.con.execute("SELECT name, rows_read FROM lines_state WHERE rows_read < ?", [total]).fetchall()
 
     def create_views(self) -> None:
         """Define every view of ``queries/views/`` (when their text changed since the last

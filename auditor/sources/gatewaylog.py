@@ -122,6 +122,8 @@ def _keep_lines(store: Store, progress: Progress) -> None:
     """Read the lines just stored into the line tables (queries/lines/), once, here: every
     analysis after reads their typed rows instead of parsing log_events' fields again."""
     try:
+        if not store.lines_behind():        # nothing new was stored: nothing to say either
+            return
         with progress.task("reading the new lines into the line tables", None):
             store.keep_lines()
     except (duckdb.Error, StoreError) as exc:
