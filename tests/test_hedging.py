@@ -447,3 +447,28 @@ def test_formats_and_fail_on(incident):
     rep = run_json("hedging", "--offline", *RANGE, "--participant", "p232vrcn", "--format", "json", db=db)
     assert [h["label"] for h in rep["hosts"]] == ["p232vrcn"]
     assert {f["subject"]["id"][-8:] for f in rep["findings"]} == {"p232vrcn"}
+
+
+def test_the_json_lists_the_races_with_most_waste_and_says_where_the_rest_are(incident, monkeypatch):
+    """A day's races are too many to list: the JSON lists the RACES_LISTED with the most wasted
+    work, in time order like the whole list; races_listed says how many of how many, and its
+    query finds exactly the races of the range in the store; --all-races lists them all."""
+    import shlex
+
+    from auditor.analyses import hedging
+
+    db, whole = incident
+    monkeypatch.setattr(hedging, "RACES_LISTED", 5)
+    rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
+    def waste(r):
+        return sum(a["wasted_ms"] or 0 for a in r["attempts"])
+
+    assert len(rep["races"]) == 5 and [r for r in whole["races"] if r in rep["races"]] == rep["races"]
+    assert min(map(waste, rep["races"])) >= sorted(map(waste, whole["races"]), reverse=True)[4]
+    listed = rep["races_listed"]
+    assert (listed["listed"], listed["of"]) == (5, len(whole["races"])) and "most" in listed["which"]
+    query = shlex.split(listed["all"].split("so does ", 1)[1].split(" (their")[0])
+    assert query[:2] == ["auditor", "sql"]
+    assert run_json("sql", query[2], "--format", "json", db=db)["rows"].__len__() == listed["of"]
+    everything = run_json("hedging", "--offline", *RANGE, "--all-races", "--format", "json", db=db)
+    assert everything["races"] == whole["races"] and everything["races_listed"]["which"] == "all"

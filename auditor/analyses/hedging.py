@@ -47,7 +47,7 @@ PREDICT_SHARE = 0.8         # ... share of them that were predictable
 SPEEDUP_DECISIONS = ("pairwise_budgeted_speedup", "secondary_faster")
 AB_DECISION = "pairwise_ab_sample"
 RACE_TABLE_ROWS = 50         # the terminal / md / html tables show the races with the most waste ...
-RACES_LISTED = 100           # ... and the JSON lists as many, most waste first, unless --all-races
+RACES_LISTED = 100           # ... and the JSON lists as many (those with most waste), unless --all-races
 BEATEN_TABLE_ROWS = 5        # ... and the commonest winners over each primary; --format json has every row
 
 
@@ -485,7 +485,8 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     by_waste = _most_waste(races)
-    listed = [_race_json(r) for r in (races if options.all_races else by_waste[:RACES_LISTED])]
+    chosen = {id(r) for r in by_waste[:RACES_LISTED]}      # the most waste, listed in their time order
+    listed = [_race_json(r) for r in races if options.all_races or id(r) in chosen]
     data = {
         "epoch": epoch,
         "available": True,
@@ -500,9 +501,9 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
         "counterfactuals": cfs,
         "races": listed,
         "races_listed": {"listed": len(listed), "of": len(races),
-                         "which": "all" if len(listed) == len(races) else "most wasted work first",
-                         "all": "auditor hedging ... --all-races, or auditor sql \"SELECT * FROM hedge_races\" "
-                                "(and hedge_attempts)"},
+                         "which": "all" if len(listed) == len(races) else f"the {len(listed)} with the most "
+                                                                              "wasted work, in time order",
+                         "all": _all_races_hint(since, until)},
         "thresholds": thresholds(),
         "notes": notes,
     }
@@ -660,6 +661,15 @@ def _race_json(r: dict[str, Any]) -> dict[str, Any]:
     out["loss_predictable"] = r.get("loss_predictable")
     out["attempts"] = r["attempts"]
     return out
+
+
+def _all_races_hint(since: datetime | None, until: datetime | None) -> str:
+    """Where every race of the range is: the flag, and the rows in the store (queries/hedging_races.sql's
+    rule: a hedged race whose time is in [since, until))."""
+    where = " AND ".join(["hedged", *([f"race_ts >= '{utc_text(since)}'"] if since else []),
+                          *([f"race_ts < '{utc_text(until)}'"] if until else [])])
+    return (f"--all-races lists them all; so does auditor sql \"SELECT * FROM hedge_races WHERE {where}\" "
+            "(their attempts: hedge_attempts)")
 
 
 def _most_waste(races: list[dict[str, Any]]) -> list[dict[str, Any]]:
