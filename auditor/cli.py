@@ -220,6 +220,7 @@ def _analyse(a, call, sources, out: Output) -> None:
     above --fail-on, else 0. Without an epoch (an analysis over --since/--until) only the
     gateway sources are collected."""
     from .errors import SourceError, StoreError
+    from .progress import Progress
     from .report import render
     from .store import Store
 
@@ -228,7 +229,7 @@ def _analyse(a, call, sources, out: Output) -> None:
         # nothing to collect and nothing stored: say so, rather than make an empty store to read
         raise StoreError(f"no database at {db}; run `auditor collect` first, or give the source flags "
                          f"(--node, --gateway-log, ...) without --offline")
-    with Store(db) as store:
+    with Store(db, progress=Progress(quiet=state.quiet)) as store:
         code = 0
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
@@ -323,11 +324,12 @@ def collect(
       auditor collect --gateway-log '/var/log/gateway/app.log*' --accounting http://gw:9000
     """
     from .errors import UsageError
+    from .progress import Progress
     from .store import Store
 
     if sources.offline:
         raise UsageError("--offline: collect has nothing to do without its sources")
-    with Store(_db()) as store:
+    with Store(_db(), progress=Progress(quiet=state.quiet)) as store:
         code = _collect(store, sources, epoch)
     raise typer.Exit(code)
 

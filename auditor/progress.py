@@ -24,6 +24,7 @@ class Progress:
         self.interactive = sys.stderr.isatty() if interactive is None else interactive
         self.quiet = quiet
         self._console = None
+        self._bars = 0          # bars showing: a task within another's is said in log lines
         if self.interactive and not quiet:
             from rich.console import Console
 
@@ -48,7 +49,7 @@ class Progress:
 
     @contextmanager
     def task(self, what: str, total: float | None):
-        if self._console is None:
+        if self._console is None or self._bars:
             self.log(f"{what} ...")
             yield lambda n=1: None
             self.log(f"{what}: done")
@@ -58,5 +59,9 @@ class Progress:
         with RichProgress(TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
                           TimeElapsedColumn(), console=self._console, transient=True) as bar:
             tid = bar.add_task(plain(what), total=total)
-            yield lambda n=1: bar.advance(tid, n)
+            self._bars += 1
+            try:
+                yield lambda n=1: bar.advance(tid, n)
+            finally:
+                self._bars -= 1
         self.log(f"{what}: done")

@@ -18,7 +18,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -83,8 +83,11 @@ _NAME_RE = re.compile(r"^[a-z0-9_/]+$")
 class Store:
     """A DuckDB connection with the project's schema applied."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, progress: Any = None) -> None:
+        """``progress`` (``auditor.progress.Progress``) shows the store's own long work: line
+        tables catching up with an older store's log, a kept derived table being worked out."""
         self.path = str(path)
+        self.progress = progress
         try:
             self.path.encode("utf-8")
         except UnicodeEncodeError:
@@ -215,7 +218,7 @@ class Store:
                 self.con.execute(f"DROP TABLE IF EXISTS main.{name}")
                 self.con.execute("DELETE FROM lines_state WHERE name = ?", [name])
 
-    def keep_lines(self) -> int:
+    def keep_lines(self, progress: Any = None) -> int:
         """Bring every line table up to date with log_events: read the rows added since it
         last read (log_events only grows, rows in the order stored: see 009), in one
         transaction. Returns the log_events rows read (0 when all were up to date). Collecting
@@ -225,18 +228,14 @@ class Store:
         if not behind or self.read_only:
             return 0
         files = line_tables()
-        with self.transaction():
+        rows = total - min(r for _, r in behind)
+        with self._step(f"reading {rows:,} log lines into the line tables", progress), self.transaction():
             for name, rows_read in behind:
                 self.executed[f"lines:{name}"] += 1
                 self.con.execute(f"INSERT INTO main.{name} SELECT * FROM (WITH log_events AS "
                                  f"(SELECT * FROM main.log_events WHERE rowid >= {int(rows_read)}) {files[name]})")
                 self.con.execute("UPDATE lines_state SET rows_read = ? WHERE name = ?", [total, name])
-        return total - min(r for _, r in behind)
-
-    def lines_behind(self) -> int:
-        """How many log_events rows some line table has not read yet (``keep_lines`` reads them)."""
-        total, behind = self._lines_behind()
-        return total - min((r for _, r in behind), default=total)
+        return rows
 
     def _lines_behind(self) -> tuple[int, list[tuple[str, int]]]:
         total = self._one("SELECT count(*) FROM log_events")[0]
@@ -302,10 +301,17 @@ class Store:
         if built == stamp and exists:
             return
         self.executed[f"derived:{view}"] += 1
-        with self.transaction():
+        with self._step(f"working out {view} from the stored log (kept until more log is collected)"), \
+                self.transaction():
             self.con.execute(f"CREATE OR REPLACE TABLE main.{table} AS SELECT * FROM main.{view}")
             self.replace("derived_state", {"name": view}, [{"name": view, "views_digest": stamp[0],
                                                             "log_events": stamp[1], "built_at": utcnow()}])
+
+    def _step(self, what: str, progress: Any = None):
+        """A step of the store's own long work, shown by ``progress`` (else the store's) when
+        there is one."""
+        progress = progress or self.progress
+        return progress.task(what, None) if progress is not None else nullcontext()
 
     @contextmanager
     def registered(self, name: str, table: Any) -> Iterator[None]:

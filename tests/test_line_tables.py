@@ -113,7 +113,7 @@ def test_lines_left_behind_by_a_stopped_collect_are_read_when_the_store_opens(wh
     (Ctrl-C, a crash): the next opening of the store reads those lines from log_events."""
     import auditor.store
 
-    monkeypatch.setattr(auditor.store.Store, "keep_lines", lambda self: 0)
+    monkeypatch.setattr(auditor.store.Store, "keep_lines", lambda self, progress=None: 0)
     db = tmp_path / "stopped.duckdb"
     _collect(db, *EVERY_FORMAT, H / "incident.log")
     with duckdb.connect(str(db), read_only=True) as con:
@@ -122,3 +122,50 @@ def test_lines_left_behind_by_a_stopped_collect_are_read_when_the_store_opens(wh
     with auditor.store.Store(db):
         pass
     assert _tables(db) == _tables(whole)
+
+
+def test_the_stores_own_long_work_is_said_once(tmp_path):
+    """What the store works out by itself says so on stderr (log lines off a terminal) when it
+    does it, and only then: an older store's line tables catching up when it is opened, and
+    the kept tables of the first analysis after a collect. A busy day's are seconds of work."""
+    from auditor.store import line_tables
+
+    rng = ["--since", "2026-10-23T11:00:00", "--until", "2026-10-23T13:00:00"]
+    db = tmp_path / "a.duckdb"
+    _collect(db, H / "incident.log")
+    with duckdb.connect(str(db)) as con:
+        lines = con.execute("SELECT count(*) FROM log_events").fetchone()[0]
+        for name in line_tables():
+            con.execute(f"DELETE FROM {name}")
+        con.execute("UPDATE lines_state SET rows_read = 0")
+    first = run_cli("hedging", "--offline", *rng, "--format", "json", db=db)
+    assert first.returncode == 0, first.stderr
+    assert f"reading {lines:,} log lines into the line tables: done" in first.stderr
+    assert "working out attempts from the stored log (kept until more log is collected): done" in first.stderr
+    again = run_cli("hedging", "--offline", *rng, "--format", "json", db=db)
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert "line tables" not in again.stderr and "working out" not in again.stderr
+
+
+def test_a_step_within_a_bar_is_said_in_log_lines():
+    """On a terminal one bar shows at a time (rich allows one live display): the store's own
+    step inside a command's bar (a kept table worked out while the report's bar shows) is
+    said in log lines, not refused."""
+    import io
+
+    from rich.console import Console
+
+    from auditor.progress import Progress
+
+    p = Progress(interactive=True)
+    out = io.StringIO()
+    p._console = Console(file=out, force_terminal=True, width=120)
+    with p.task("epoch 403: analyses", 3) as advance:
+        with p.task("working out attempts", None):
+            pass
+        advance(1)
+    with p.task("after", None):        # the bar is free again
+        pass
+    text = out.getvalue()
+    assert "working out attempts ..." in text and "working out attempts: done" in text
+    assert "epoch 403: analyses: done" in text and "after: done" in text

@@ -122,10 +122,7 @@ def _keep_lines(store: Store, progress: Progress) -> None:
     """Read the lines just stored into the line tables (queries/lines/), once, here: every
     analysis after reads their typed rows instead of parsing log_events' fields again."""
     try:
-        if not store.lines_behind():        # nothing new was stored: nothing to say either
-            return
-        with progress.task("reading the new lines into the line tables", None):
-            store.keep_lines()
+        store.keep_lines(progress)          # nothing new stored: nothing to do, nothing said
     except (duckdb.Error, StoreError) as exc:
         raise SourceError(f"the gateway log lines are stored, but the line tables could not be brought up to "
                           f"date ({str(exc).splitlines()[0]}); the next command that opens the store tries again"
