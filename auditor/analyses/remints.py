@@ -636,8 +636,11 @@ def _active(life: dict[str, Any], t: datetime, lives: dict[int, dict[str, Any]])
         if other["escrow"] == life["escrow"] or other["model"] != life["model"]:
             continue
         born = utc(other["minted_at"] or other["first_seen"])
-        end = _end_of_life(other)
-        if born is None or born > t or (end is not None and end[1] <= t):
+        if born is None or born > t:
+            continue
+        if "end_of_life" not in other:      # once per escrow: each deactivation asks it of all the model's
+            other["end_of_life"] = _end_of_life(other)
+        if other["end_of_life"] is not None and other["end_of_life"][1] <= t:
             continue
         yield other
 
