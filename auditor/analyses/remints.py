@@ -38,7 +38,8 @@ alone and placed in their escrow's epoch (:class:`Untimed`); their deactivations
 ``basis`` that times are unknown, and deactivation or mint lines no epoch places are missing
 coverage.
 
-SQL: ``queries/remints_untimed_lines.sql``, ``queries/remints_escrow_lives.sql``, ``remints_requests.sql``, ``remints_mints.sql``,
+SQL: ``queries/remints_untimed_lines.sql``, ``queries/remints_escrow_lives.sql``, ``remints_requests.sql`` (the
+requests shown one by one), ``remints_request_tallies.sql`` (the sums over the rest), ``remints_mints.sql``,
 ``remints_log_spans.sql``. Findings: ``spurious_remint`` (warn, subject the escrow) and
 ``mint_peak`` (warn, subject the model).
 """
@@ -50,7 +51,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Iterable
 
 from ..result import Finding, Result, Table, utc, utc_text
 from ..store import Store
@@ -151,28 +152,98 @@ class Spans:
                 + (f"{inside[0]['path']} begins" if inside else "the next begins") + ")")
 
 
-class Uses:
-    """The requests of each escrow, with the most each can have cost (every attempt reserves
-    ``(input bytes + max_tokens) x token_price``; max_tokens not logged counts as the cap)."""
+@dataclass(frozen=True)
+class Tally:
+    """An escrow's requests before a moment, added up (``queries/remints_request_tallies.sql``,
+    which says what each count is); ``served`` are those not refused for insufficient balance.
+    ``served_units`` x token_price is the most the served requests can have reserved."""
 
-    def __init__(self, requests: list[dict[str, Any]]) -> None:
-        self.by_escrow: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    requests: int = 0
+    last: datetime | None = None
+    served: int = 0
+    served_attempts: int = 0
+    served_units: int = 0
+    served_bytes_unknown: int = 0
+    succeeded: int = 0          # with a time: recency needs one
+    last_succeeded: datetime | None = None
+
+    def since(self, earlier: "Tally") -> "Tally":
+        """The requests from ``earlier``'s moment on (the sums run in time order)."""
+        n, ok = self.requests - earlier.requests, self.succeeded - earlier.succeeded
+        return Tally(n, self.last if n else None, self.served - earlier.served,
+                     self.served_attempts - earlier.served_attempts, self.served_units - earlier.served_units,
+                     self.served_bytes_unknown - earlier.served_bytes_unknown, ok,
+                     self.last_succeeded if ok else None)
+
+    def plus(self, r: dict[str, Any]) -> "Tally":
+        """With one more request (one logged without a time: it never counts as recent use)."""
+        served = not r["insufficient_balance"]
+        attempts = max(int(r["attempts"] or 0), 1)
+        known = r["input_bytes"] is not None
+        units = (int(r["input_bytes"]) + int(r["max_tokens_logged"] or MAX_TOKENS_CAP)) * attempts if known else 0
+        return replace(self, requests=self.requests + 1,
+                       last=r["ts"] if self.last is None else max(self.last, r["ts"]),
+                       served=self.served + served, served_attempts=self.served_attempts + served * attempts,
+                       served_units=self.served_units + served * units,
+                       served_bytes_unknown=self.served_bytes_unknown + (served and not known))
+
+    def cost(self, price: int | None) -> int | None:
+        """The most the served requests can have cost: each attempt reserves ``(input bytes +
+        max_tokens) x token_price`` (max_tokens not logged counts as the cap); None where a
+        request's reservation is unknown."""
+        if not self.served:
+            return 0
+        if price is None or self.served_bytes_unknown:
+            return None
+        return self.served_units * int(price)
+
+
+class Uses:
+    """The requests of each escrow: those refused for insufficient balance and those without a
+    time one by one (``queries/remints_requests.sql``), the rest as tallies before the moments
+    the analysis asks about (``queries/remints_request_tallies.sql``): a busy day has a million
+    requests, and the analysis needs their sums, not them."""
+
+    def __init__(self, store: Store, requests: list[dict[str, Any]]) -> None:
+        self.store = store
+        self.refused: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        self.untimed: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for r in requests:
             r["ts"] = utc(r["ts"])
             r["failed_at"] = utc(r["failed_at"])
-            self.by_escrow[int(r["escrow"])].append(r)
-        for rows in self.by_escrow.values():
+            if r["insufficient_balance"]:
+                self.refused[int(r["escrow"])].append(r)
+            if r.get("untimed"):
+                self.untimed[int(r["escrow"])].append(r)
+        for rows in self.refused.values():
             rows.sort(key=lambda r: r["ts"])
+        self._tallies: dict[tuple[int, datetime | None], Tally] = {}
 
-    def before(self, escrow: int, t: datetime, since: datetime | None = None) -> list[dict[str, Any]]:
-        return [r for r in self.by_escrow.get(escrow, ()) if r["ts"] < t and (since is None or r["ts"] >= since)]
+    def ask(self, moments: Iterable[tuple[int, datetime | None]]) -> None:
+        """Tally the requests before each (escrow, moment) not tallied yet, all in one query."""
+        todo = [m for m in dict.fromkeys(moments) if m not in self._tallies]
+        if not todo:
+            return
+        import pyarrow as pa
 
-    @staticmethod
-    def max_cost(r: dict[str, Any], price: int | None) -> int | None:
-        if r["insufficient_balance"]:
-            return 0  # the reservation was refused: nothing was reserved
-        per = reservation(r["input_bytes"], r["max_tokens_logged"] or MAX_TOKENS_CAP, price)
-        return None if per is None else per * max(int(r["attempts"] or 0), 1)
+        table = pa.table({"i": pa.array(range(len(todo)), pa.int64()),
+                          "escrow": pa.array([e for e, _ in todo], pa.int64()),
+                          "t": pa.array([t for _, t in todo], pa.timestamp("us", tz="UTC"))})
+        with self.store.registered("remints_moments", table):
+            rows = self.store.query("remints_request_tallies")
+        for row in rows:
+            eid, t = todo[row.pop("i")]
+            tally = Tally(**{**row, "last": utc(row["last"]), "last_succeeded": utc(row["last_succeeded"])})
+            for r in self.untimed.get(eid, ()):
+                if t is None or r["ts"] < t:
+                    tally = tally.plus(r)
+            self._tallies[(eid, t)] = tally
+
+    def before(self, escrow: int, t: datetime | None = None, since: datetime | None = None) -> Tally:
+        """The escrow's requests before ``t`` (all of them when None), from ``since`` on."""
+        self.ask([(escrow, t)] + ([(escrow, since)] if since is not None else []))
+        tally = self._tallies[(escrow, t)]
+        return tally.since(self._tallies[(escrow, since)]) if since is not None else tally
 
 
 # -- the balance of an escrow at a moment -------------------------------------------------------
@@ -184,14 +255,14 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
     upper = int(amount) if amount is not None else None
     logged_at = utc(life["low_at"])
     if logged_at is not None and logged_at <= t and life["low_balance"] is not None:
-        since = [r for r in uses.before(eid, t, since=logged_at) if not r["insufficient_balance"]]
-        costs = [uses.max_cost(r, price) for r in since]
+        since = uses.before(eid, t, since=logged_at)
+        cost = since.cost(price)
         logged = int(life["low_balance"])
-        if None not in costs:
-            lower = max(0, logged - sum(costs))
+        if cost is not None:
+            lower = max(0, logged - cost)
             return {"estimate": lower, "lower": lower, "upper": logged,
                     "source": f"the balance the gateway logged (escrow_balance_low {logged:,} at {utc_text(logged_at)}) "
-                              f"minus the most the {len(since)} request(s) since can have cost",
+                              f"minus the most the {since.served} request(s) since can have cost",
                     "limits": limits}
         limits.append("requests after the logged balance lack their input bytes or the token price")
     if amount is None:
@@ -206,15 +277,14 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
         elif not spans.covered(born, t):
             limits.append(f"the logs read do not cover its whole life from its mint at {utc_text(born)} to {utc_text(t)}")
         else:
-            used = [r for r in uses.before(eid, t) if not r["insufficient_balance"]]
-            costs = [uses.max_cost(r, price) for r in used]
-            if None in costs:
+            used = uses.before(eid, t)
+            spent = used.cost(price)
+            if spent is None:
                 limits.append("some of its requests lack their input bytes")
             else:
-                spent = sum(costs)
                 lower = max(0, int(amount) - spent)
                 return {"estimate": lower, "lower": lower, "upper": upper,
-                        "source": (f"chain amount {int(amount):,} minus the most its {len(used)} request(s) "
+                        "source": (f"chain amount {int(amount):,} minus the most its {used.served} request(s) "
                                    f"since the mint at {utc_text(born)} can have cost ({spent:,}: per attempt "
                                    f"(input bytes + max_tokens, {MAX_TOKENS_CAP:,} where not logged) x token "
                                    f"price {int(price):,}); a lower bound: actual costs are not logged"),
@@ -241,16 +311,16 @@ def check_bound(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans, thr
         return None
     if not spans.covered(t - CHECK_INTERVAL, t):
         return None
-    since = [r for r in uses.before(life["escrow"], t, since=t - CHECK_INTERVAL) if not r["insufficient_balance"]]
-    costs = [uses.max_cost(r, life["token_price"]) for r in since]
-    if None in costs:
+    since = uses.before(life["escrow"], t, since=t - CHECK_INTERVAL)
+    cost = since.cost(life["token_price"])
+    if cost is None:
         return None
-    lower = max(0, threshold - sum(costs))
+    lower = max(0, threshold - cost)
     return {"lower": lower,
             "source": (f"the gateway's periodic balance check (every 30 s) logged no escrow_balance_low in the 30 s "
                        f"before: at least the {threshold:,} threshold at the last check"
-                       + (f", minus the most its {len(since)} request(s) since can have reserved ({sum(costs):,})"
-                          if since else ", and no request since"))}
+                       + (f", minus the most its {since.served} request(s) since can have reserved ({cost:,})"
+                          if since.served else ", and no request since"))}
 
 
 # -- lines without times ------------------------------------------------------------------
@@ -398,7 +468,7 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
                    else "not found on chain (never existed or pruned)" if life["chain_probed"]
                    else "not collected (auditor collect --node URL probes devshard_escrow/{id})")
     ev["minted_at"] = utc(life["minted_at"])
-    ev["served_requests"] = sum(1 for r in uses.by_escrow.get(life["escrow"], ()) if not r["insufficient_balance"])
+    ev["served_requests"] = uses.before(life["escrow"]).served
     if kind == "rotation":
         d["classification"] = "legitimate"
         ev["rotation"] = {"at": utc(life["rotation_retired_at"]), "line": life["rotation_retired_line"]}
@@ -435,22 +505,28 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
     return d
 
 
+def _trigger(life: dict[str, Any], t: datetime, uses: Uses) -> dict[str, Any] | None:
+    """The request whose failure to reserve exhausted the escrow (ended at ``t``): the last
+    logged within TRIGGER_WINDOW before the exhaustion; None if none is in the logs read."""
+    exhausted = utc(life["exhausted_at"] or life["replacing_at"] or life["deactivated_at"]
+                     or life["devshard_deactivated_at"]) or t     # else the end of life that was logged
+    fails = [r for r in uses.refused.get(life["escrow"], ()) if r["failed_at"] is not None
+             and exhausted - TRIGGER_WINDOW <= r["failed_at"] <= exhausted + timedelta(milliseconds=1)]
+    return fails[-1] if fails else None
+
+
 def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Uses, spans: Spans,
                   opts: RemintOptions, lives: dict[int, dict[str, Any]]) -> None:
     """A request-triggered exhaustion: find the request, its reservation, the balance."""
     eid = life["escrow"]
-    exhausted = utc(life["exhausted_at"] or life["replacing_at"] or life["deactivated_at"]
-                     or life["devshard_deactivated_at"]) or t     # else the end of life that was logged
-    fails = [r for r in uses.by_escrow.get(eid, ()) if r["insufficient_balance"] and r["failed_at"] is not None
-             and exhausted - TRIGGER_WINDOW <= r["failed_at"] <= exhausted + timedelta(milliseconds=1)]
+    f = _trigger(life, t, uses)
     ev = d["evidence"]
     ev["exhaustion"] = {"escrow_balance_exhausted": utc(life["exhausted_at"]),
                         "gateway_replacing_exhausted_escrow": utc(life["replacing_at"]),
                         "deactivated": utc(life["deactivated_at"] or life["devshard_deactivated_at"])}
-    if not fails:
+    if f is None:
         _no_trigger_logged(d, life, uses, spans)
         return
-    f = fails[-1]
     price = life["token_price"]
     max_tokens = f["max_tokens_logged"] or DEFAULT_MAX_TOKENS
     res = reservation(f["input_bytes"], max_tokens, price)
@@ -475,9 +551,8 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
     d["balance_source"] = source
     d["evidence"]["balance"] = {"lower_bound": lower, "upper_bound": bal["upper"], "threshold": thr,
                                 "from_chain_amount": bal["lower"], "from_periodic_check": chk and chk["lower"]}
-    recent = [r for r in uses.before(eid, f["failed_at"], since=f["failed_at"] - timedelta(minutes=opts.recent_minutes))
-              if r["outcome"] == "succeeded" and not r.get("untimed")]
-    d["evidence"]["recent_ordinary_requests"] = len(recent)
+    recent = uses.before(eid, f["failed_at"], since=f["failed_at"] - timedelta(minutes=opts.recent_minutes))
+    d["evidence"]["recent_ordinary_requests"] = recent.succeeded
     missing = d["missing"]
     if res is None:
         missing.append("the reservation: " + ("the request's input bytes are not logged" if f["input_bytes"] is None
@@ -497,11 +572,16 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
         d["counterfactual"] = _affordable(life, f, max_tokens, uses, spans, lives)
 
 
+def _first_end(life: dict[str, Any]) -> datetime:
+    """The first end-of-life line of a request-path replacement."""
+    return min(x for x in (utc(life["exhausted_at"]), utc(life["replacing_at"]), utc(life["deactivated_at"]),
+                           utc(life["devshard_deactivated_at"]), utc(life["replaced_at"])) if x is not None)
+
+
 def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, spans: Spans) -> None:
     """A request-path replacement whose failing request is not in the logs read: say what is
     missing, and the balance as far as it is known."""
-    first = min(x for x in (utc(life["exhausted_at"]), utc(life["replacing_at"]), utc(life["deactivated_at"]),
-                            utc(life["devshard_deactivated_at"]), utc(life["replaced_at"])) if x is not None)
+    first = _first_end(life)
     gap = spans.gap_before(first)
     missing = d["missing"]
     absent = [name for name, col in (("runner_prepare_failed (the request that could not be reserved)", None),
@@ -511,9 +591,9 @@ def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, span
     missing.append("not in the logs read: " + ", ".join(absent)
                    + (f"; {gap}, where they would be" if gap else ""))
     missing.append("the triggering request, so its input bytes and reservation")
-    last = [r for r in uses.by_escrow.get(life["escrow"], ()) if r["ts"] < first]
-    if last:
-        missing.append(f"the escrow's use after its last logged request at {utc_text(last[-1]['ts'])}")
+    last = uses.before(life["escrow"], first).last
+    if last is not None:
+        missing.append(f"the escrow's use after its last logged request at {utc_text(last)}")
     bal = balance_at(life, first, uses, spans)
     d["balance_estimate"], d["balance_source"] = bal["estimate"], bal["source"]
     if bal["estimate"] is None:
@@ -522,7 +602,7 @@ def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, span
                     "is not in the logs read")
 
 
-def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: int, recent: list[dict[str, Any]],
+def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: int, recent: Tally,
               opts: RemintOptions) -> str | None:
     """Legitimate or spurious, on the strongest basis the logs give (a balance bound, the
     estimate, recent ordinary requests), and why; None (and what is missing) when none does."""
@@ -537,10 +617,10 @@ def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: in
         d["balance_estimate"] = max(bal["estimate"], lower or 0)
         why = (f"its estimated balance {d['balance_estimate']:,} was below the {thr:,} threshold (a lower bound"
                + (f"; at most {bal['upper']:,})" if bal["upper"] is not None else ")"))
-    elif recent:
+    elif recent.succeeded:
         d["classification"], d["basis"] = "spurious", "recent ordinary requests (balance unknown)"
-        why = (f"it had just served {len(recent)} ordinary request(s) in the {opts.recent_minutes} min before "
-               f"(last at {utc_text(recent[-1]['ts'])}); its balance is unknown")
+        why = (f"it had just served {recent.succeeded} ordinary request(s) in the {opts.recent_minutes} min before "
+               f"(last at {utc_text(recent.last_succeeded)}); its balance is unknown")
     else:
         d["missing"].append("its balance: " + ("; ".join(bal["limits"]) or "not logged")
                             + f"; and no ordinary request served in the {opts.recent_minutes} min before")
@@ -549,18 +629,28 @@ def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: in
     return why
 
 
+def _active(life: dict[str, Any], t: datetime, lives: dict[int, dict[str, Any]]) -> Iterable[dict[str, Any]]:
+    """The other escrows of the escrow's model that were active at ``t``: minted (or first
+    seen) by then, and not yet at their end of life."""
+    for other in lives.values():
+        if other["escrow"] == life["escrow"] or other["model"] != life["model"]:
+            continue
+        born = utc(other["minted_at"] or other["first_seen"])
+        if born is None or born > t:
+            continue
+        if "end_of_life" not in other:      # once per escrow: each deactivation asks it of all the model's
+            other["end_of_life"] = _end_of_life(other)
+        if other["end_of_life"] is not None and other["end_of_life"][1] <= t:
+            continue
+        yield other
+
+
 def _affordable(life: dict[str, Any], f: dict[str, Any], max_tokens: int, uses: Uses, spans: Spans,
                 lives: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """What affordability-aware routing would have done with the request at its time."""
     t = f["failed_at"]
     can, unknown = [], []
-    for other in lives.values():
-        if other["escrow"] == life["escrow"] or other["model"] != life["model"]:
-            continue
-        born = utc(other["minted_at"] or other["first_seen"])
-        end = _end_of_life(other)
-        if born is None or born > t or (end is not None and end[1] <= t):
-            continue
+    for other in _active(life, t, lives):
         need = reservation(f["input_bytes"], max_tokens, other["token_price"])
         bal = balance_at(other, t, uses, spans)
         if need is not None and bal["lower"] is not None and bal["lower"] >= need:
@@ -750,7 +840,7 @@ def _costs(deacts: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses:
     amounts = [lives.get(r, {}).get("amount") for r in repl]
     known = [int(a) for a in amounts if a is not None]
     settle = [d["settlement_due"] for d in sp]
-    failed = [r["request"] for d in sp for r in uses.by_escrow.get(d["escrow"], ()) if r["insufficient_balance"]]
+    failed = [r["request"] for d in sp for r in uses.refused.get(d["escrow"], ())]
     return {
         "spurious_deactivations": len(sp),
         "replacement_escrows": repl,
@@ -764,6 +854,35 @@ def _costs(deacts: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses:
         "failed_requests": len(failed),
         "failed_request_ids": failed,
     }
+
+
+def _moments(lives: dict[int, dict[str, Any]], uses: Uses, opts: RemintOptions) -> list[tuple[int, datetime | None]]:
+    """Every (escrow, moment) the classification may tally requests before, so that one query
+    answers them all: each escrow's whole life; and for each request-path deactivation, its
+    trigger's failure (the balance since the mint or since a logged balance, the periodic
+    check's 30 s, the recent use before it, the other escrows of the model then), or,
+    without one, its first end-of-life line."""
+    out: list[tuple[int, datetime | None]] = [(eid, None) for eid in lives]
+
+    def balance(life: dict[str, Any], t: datetime) -> None:
+        out.append((life["escrow"], t))
+        if life["low_at"] is not None:
+            out.append((life["escrow"], utc(life["low_at"])))
+
+    for life in lives.values():
+        end = _end_of_life(life)
+        if end is None or end[0] != "request":
+            continue
+        f = _trigger(life, end[1], uses)
+        if f is None:
+            balance(life, _first_end(life))
+            continue
+        t = f["failed_at"]
+        balance(life, t)
+        out += [(life["escrow"], t - CHECK_INTERVAL), (life["escrow"], t - timedelta(minutes=opts.recent_minutes))]
+        for other in _active(life, t, lives):
+            balance(other, t)
+    return out
 
 
 def _unavailable(store: Store, epoch: int) -> str | None:
@@ -795,8 +914,9 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     spans = Spans.load(store)
     untimed = Untimed(store.query("remints_untimed_lines"))
     lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
-    uses = Uses(untimed.place_requests(store.query("remints_requests")))
+    uses = Uses(store, untimed.place_requests(store.query("remints_requests")))
     untimed.place_lives(lives)
+    uses.ask(_moments(lives, uses, opts))
     all_deacts = {eid: d for eid, life in lives.items() if (d := classify(life, uses, spans, opts, lives))}
     for eid, d in all_deacts.items():
         if lives[eid].get("untimed"):
@@ -862,17 +982,14 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
 def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[str, Any]:
     """One escrow's life: creation, use, failures, end."""
     price = life["token_price"]
-    reqs = uses.by_escrow.get(life["escrow"], [])
-    served = [r for r in reqs if not r["insufficient_balance"]]
-    costs = [uses.max_cost(r, price) for r in served]
+    used = uses.before(life["escrow"])
     failures = []
-    for r in reqs:
-        if r["insufficient_balance"]:
-            mt = r["max_tokens_logged"] or DEFAULT_MAX_TOKENS
-            failures.append({"request": r["request"], "at": utc(r["failed_at"] or r["ts"]),
-                             "input_bytes": r["input_bytes"], "max_tokens": mt,
-                             "max_tokens_logged": r["max_tokens_logged"] is not None,
-                             "reservation": reservation(r["input_bytes"], mt, price)})
+    for r in uses.refused.get(life["escrow"], ()):
+        mt = r["max_tokens_logged"] or DEFAULT_MAX_TOKENS
+        failures.append({"request": r["request"], "at": utc(r["failed_at"] or r["ts"]),
+                         "input_bytes": r["input_bytes"], "max_tokens": mt,
+                         "max_tokens_logged": r["max_tokens_logged"] is not None,
+                         "reservation": reservation(r["input_bytes"], mt, price)})
     return {
         "escrow": life["escrow"], "model": life["model"], "creation_epoch": life["creation_epoch"],
         "epoch_source": life["epoch_source"],
@@ -882,9 +999,9 @@ def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[st
                    "creator": life["creator"]} if life["chain_found"] else None),
         "chain_status": ("found" if life["chain_found"] else "not found (never existed or pruned)"
                          if life["chain_probed"] else "not collected"),
-        "requests_served": len(served),
-        "attempts": sum(max(int(r["attempts"] or 0), 1) for r in served),
-        "reserved_at_most": sum(costs) if None not in costs else None,
+        "requests_served": used.served,
+        "attempts": used.served_attempts,
+        "reserved_at_most": used.cost(price),
         "failures": failures,
         "first_seen": utc(life["first_seen"]), "last_seen": utc(life["last_seen"]),
         "accounting_latest_nonce": life["acct_latest_nonce"],
