@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--phases", action="store_true", help="where epoch 403 --offline spends its CPU (this checkout)")
     args = ap.parse_args(argv)
+    if not args.auditor:
+        ap.error("no auditor on PATH: give --auditor PATH (this checkout's, e.g. .venv/bin/auditor)")
     if args.phases:
         with tempfile.TemporaryDirectory() as tmp:
             byte_compile(args.auditor)

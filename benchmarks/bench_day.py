@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--write-readme", action="store_true", help="put the table in benchmarks/README.md")
     args = ap.parse_args(argv)
+    if not args.auditor:
+        ap.error("no auditor on PATH: give --auditor PATH (this checkout's, e.g. .venv/bin/auditor)")
     sizes = args.sizes.split(",")
     base_sizes = args.baseline_sizes.split(",") if args.baseline_sizes else sizes[-1:]
     if args.baseline and not set(base_sizes) <= set(sizes):
