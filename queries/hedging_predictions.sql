@@ -41,40 +41,50 @@ WITH races AS (
       AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
       AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
       AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
-), listed AS (
-    SELECT t.request, r.rn, r.decision, r.rescue, t.nonce, t.host, t.role, t.start_reason, t.winner, t.finished,
+), att AS MATERIALIZED (
+    -- the attempts, each known by pos (its line), with what the rules read of it
+    SELECT r.rn, t.file_id::BIGINT * 1000000000000 + t.line_no AS pos, t.host, t.role, t.nonce, t.winner, t.finished,
            t.attempt_ms, t.after_winner_ms, t.output_bytes, t.ttft_ms,
            CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL
                 THEN epoch_ms(t.started_ts) - epoch_ms(t.race_ts) END + t.ttft_ms AS latency_ms,
+           t.role = 'secondary' AND t.start_reason = r.decision
+               AND list_contains($speedup_decisions, r.decision) AS candidate,
+           t.role = 'secondary' AND t.start_reason = $ab_decision AND r.decision = $ab_decision AS sample,
            coalesce(p.prior_samples, 0) >= $min_samples AS enough,
            p.ttft_q[2] AS ttft_med, p.ttft_q[1] AS ttft_p25, p.ttft_q[3] AS ttft_p75,
-           p.receipt_q[2] AS receipt_med, p.receipt_q[1] AS receipt_p25, p.receipt_q[3] AS receipt_p75,
-           row_number() OVER (ORDER BY t.request, t.role <> 'primary', t.nonce) AS ord   -- list order
+           p.receipt_q[2] AS receipt_med, p.receipt_q[1] AS receipt_p25, p.receipt_q[3] AS receipt_p75
     FROM hedge_attempts t JOIN races r USING (request)
     LEFT JOIN hedge_priors p ON p.file_id = t.file_id AND p.line_no = t.line_no
     WHERE NOT t.probe
-), att AS MATERIALIZED (
-    SELECT *, enough AND ttft_med IS NOT NULL AND receipt_med IS NOT NULL AS rated FROM listed
+), placed AS (
+    -- place: where the attempt stands in its race's list (primary first, then by nonce)
+    SELECT *, {'role': CASE WHEN role = 'primary' THEN 0 WHEN role IS NOT NULL THEN 1 ELSE 2 END,
+               'no_nonce': nonce IS NULL, 'nonce': coalesce(nonce, 0), 'pos': pos} AS place,
+           enough AND ttft_med IS NOT NULL AND receipt_med IS NOT NULL AS rated
+    FROM att
 ), picks AS (
-    SELECT request, any_value(rn) AS rn, any_value(decision) AS decision, any_value(rescue) AS rescue,
-           count(*) AS attempts, sum(coalesce(attempt_ms, 0)) AS attempt_ms,
+    SELECT rn, count(*) AS attempts, sum(coalesce(attempt_ms, 0)) AS attempt_ms,
            sum(coalesce(output_bytes, 0)) AS output_bytes,
-           min(ord) FILTER (WHERE role = 'primary') AS p_ord,   -- the first, as primaries come first
-           min(ord) FILTER (WHERE winner) AS w_ord,
-           CASE WHEN count(*) FILTER (WHERE rated) >= 2 THEN arg_min(ord, (ttft_med, receipt_med,
-               coalesce(role <> 'primary', true), nonce, ord)) FILTER (WHERE rated) END AS predicted_ord,
-           min(ord) FILTER (WHERE role = 'secondary' AND start_reason = decision
-                            AND list_contains($speedup_decisions, decision)) AS candidate_ord
-    FROM att GROUP BY request
+           arg_min(pos, place) FILTER (WHERE role = 'primary') AS p_pos,     -- the first, as primaries come first
+           arg_min(pos, place) FILTER (WHERE winner) AS w_pos,
+           CASE WHEN count(*) FILTER (WHERE rated) >= 2
+                THEN arg_min(pos, {'ttft': ttft_med, 'receipt': receipt_med, 'secondary': coalesce(role <> 'primary', true),
+                                   'nonce': nonce, 'place': place}) FILTER (WHERE rated) END AS predicted_pos,
+           arg_min(pos, place) FILTER (WHERE candidate) AS candidate_pos,
+           count(*) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL) AS losers_after_winner,
+           sum(after_winner_ms) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL) AS after_winner_ms,
+           sum(coalesce(output_bytes, 0)) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL)
+               AS after_winner_bytes
+    FROM placed GROUP BY rn
 ), race AS MATERIALIZED (
-    SELECT k.*, p.host AS p_host, p.finished AS p_finished, p.latency_ms AS p_latency_ms,
+    SELECT k.*, r.request, r.rescue, p.host AS p_host, p.finished AS p_finished, p.latency_ms AS p_latency_ms,
            w.latency_ms AS w_latency_ms, w.enough AS w_enough
-    FROM picks k
-    LEFT JOIN att p ON p.request = k.request AND p.ord = k.p_ord
-    LEFT JOIN att w ON w.request = k.request AND w.ord = k.w_ord
+    FROM picks k JOIN races r ON r.rn = k.rn
+    LEFT JOIN att p ON p.pos = k.p_pos
+    LEFT JOIN att w ON w.pos = k.w_pos
 ), pairs AS (
     -- the (slow, fast) attempts the prediction rule compares
-    SELECT k.kind, r.*, f.ord AS f_ord, f.finished OR f.winner AS f_served, f.ttft_ms AS f_ttft_ms,
+    SELECT k.kind, r.*, f.finished OR f.winner AS f_served, f.ttft_ms AS f_ttft_ms,
            f.attempt_ms AS f_attempt_ms, f.output_bytes AS f_output_bytes,
            s.enough AND f.enough AS enough,
            s.ttft_med IS NOT NULL AND f.ttft_med IS NOT NULL AS ttft_known,
@@ -84,17 +94,17 @@ WITH races AS (
            CASE WHEN f.receipt_med > 0 THEN s.receipt_med / f.receipt_med
                 WHEN s.receipt_med > 0 THEN 'inf'::DOUBLE ELSE 1.0 END AS receipt_ratio,
            s.ttft_p25 > f.ttft_p75 AS ttft_apart, s.receipt_p25 > f.receipt_p75 AS receipt_apart
-    FROM (SELECT request, 'loss' AS kind, w_ord AS f_ord FROM race
-          WHERE p_ord IS NOT NULL AND w_ord IS NOT NULL AND w_ord <> p_ord AND NOT rescue
+    FROM (SELECT rn, 'loss' AS kind, w_pos AS f_pos FROM race
+          WHERE p_pos IS NOT NULL AND w_pos IS NOT NULL AND w_pos <> p_pos AND NOT rescue
           UNION ALL
-          SELECT request, 'speed_aware_primary', predicted_ord FROM race
-          WHERE p_ord IS NOT NULL AND predicted_ord IS NOT NULL AND predicted_ord <> p_ord
+          SELECT rn, 'speed_aware_primary', predicted_pos FROM race
+          WHERE p_pos IS NOT NULL AND predicted_pos IS NOT NULL AND predicted_pos <> p_pos
           UNION ALL
-          SELECT request, 'replace_instead_of_add', candidate_ord FROM race
-          WHERE p_ord IS NOT NULL AND candidate_ord IS NOT NULL) k
-    JOIN race r ON r.request = k.request
-    JOIN att s ON s.request = k.request AND s.ord = r.p_ord
-    JOIN att f ON f.request = k.request AND f.ord = k.f_ord
+          SELECT rn, 'replace_instead_of_add', candidate_pos FROM race
+          WHERE p_pos IS NOT NULL AND candidate_pos IS NOT NULL) k
+    JOIN race r ON r.rn = k.rn
+    JOIN att s ON s.pos = r.p_pos
+    JOIN att f ON f.pos = k.f_pos
 ), predicted AS (
     SELECT *, enough AND (ttft_known OR receipt_known) AS has_prediction,
            enough AND ((ttft_known AND ttft_ratio >= $clear_ratio AND ttft_apart)
@@ -105,21 +115,23 @@ WITH races AS (
                 WHEN ttft_known THEN ttft_ratio
                 WHEN receipt_known THEN receipt_ratio END AS ratio
     FROM pairs
+), timed AS (
+    SELECT rn, place, host, latency_ms FROM placed WHERE latency_ms IS NOT NULL
 ), comparisons AS (
     SELECT a.rn, least(a.host, b.host) AS lo, greatest(a.host, b.host) AS hi,
            CASE WHEN a.latency_ms <= b.latency_ms THEN a.host ELSE b.host END = least(a.host, b.host) AS lo_won
-    FROM att a JOIN att b ON b.request = a.request AND b.ord > a.ord
-    WHERE a.latency_ms IS NOT NULL AND b.latency_ms IS NOT NULL AND a.host <> b.host
+    FROM timed a JOIN timed b ON b.rn = a.rn AND b.place > a.place
+    WHERE a.host <> b.host
 ), history AS (
     -- per pair of hosts, its comparisons up to and including each race that has one
     SELECT lo, hi, rn, sum(count(*)) OVER w AS compared, sum(count(*) FILTER (WHERE lo_won)) OVER w AS lo_won
     FROM comparisons GROUP BY lo, hi, rn
     WINDOW w AS (PARTITION BY lo, hi ORDER BY rn ROWS UNBOUNDED PRECEDING)
 ), samples AS (
-    SELECT r.*, c.ord AS f_ord, c.attempt_ms AS f_attempt_ms, c.output_bytes AS f_output_bytes,
+    SELECT r.*, c.pos AS f_pos, c.attempt_ms AS f_attempt_ms, c.output_bytes AS f_output_bytes,
            least(r.p_host, c.host) AS lo, greatest(r.p_host, c.host) AS hi
-    FROM race r JOIN att c ON c.request = r.request
-    WHERE r.p_ord IS NOT NULL AND r.decision = $ab_decision AND c.role = 'secondary' AND c.start_reason = $ab_decision
+    FROM att c JOIN race r ON r.rn = c.rn
+    WHERE c.sample AND r.p_pos IS NOT NULL
 ), skipped AS (
     SELECT s.* FROM samples s
     ASOF JOIN history h ON h.lo = s.lo AND h.hi = s.hi AND s.rn > h.rn
@@ -135,14 +147,12 @@ WITH races AS (
     WHERE (kind = 'speed_aware_primary' AND clear) OR (kind = 'replace_instead_of_add' AND ratio >= $replace_ratio)
     UNION ALL
     SELECT 'stop_ab_sampling', 1, coalesce(f_attempt_ms, 0), coalesce(f_output_bytes, 0),
-           coalesce(f_ord = w_ord AND p_finished, false), coalesce(f_ord = w_ord AND NOT p_finished, false),
+           coalesce(f_pos = w_pos AND p_finished, false), coalesce(f_pos = w_pos AND NOT p_finished, false),
            p_latency_ms, w_latency_ms
     FROM skipped
     UNION ALL
-    SELECT 'cancel_losers', 0, sum(a.after_winner_ms), sum(coalesce(a.output_bytes, 0)), false, false, NULL, NULL
-    FROM att a JOIN race r ON r.request = a.request
-    WHERE r.w_ord IS NOT NULL AND NOT a.winner AND a.after_winner_ms IS NOT NULL
-    GROUP BY a.request
+    SELECT 'cancel_losers', 0, after_winner_ms, after_winner_bytes, false, false, NULL, NULL
+    FROM race WHERE w_pos IS NOT NULL AND losers_after_winner > 0
 ), remedies AS (
     SELECT kind AS remedy, count(*) AS races, sum(attempts_saved) AS attempts_saved,
            sum(attempt_ms_saved) AS attempt_ms_saved, sum(output_bytes_saved) AS output_bytes_saved,
@@ -159,8 +169,7 @@ WITH races AS (
            coalesce(list(request ORDER BY rn) FILTER (WHERE clear), []) AS predictable_requests
     FROM predicted WHERE kind = 'loss' GROUP BY p_host
 )
-SELECT (SELECT count(*) FROM race WHERE predicted_ord IS NOT NULL AND w_ord IS NOT NULL AND w_enough)
-           AS evaluable_races,
-       (SELECT count(*) FROM race WHERE predicted_ord = w_ord AND w_enough) AS prediction_right,
+SELECT (SELECT count(*) FROM race WHERE predicted_pos IS NOT NULL AND w_enough) AS evaluable_races,
+       (SELECT count(*) FROM race WHERE predicted_pos = w_pos AND w_enough) AS prediction_right,
        (SELECT coalesce(list(h), []) FROM hosts h) AS hosts,
        (SELECT coalesce(list(m), []) FROM remedies m) AS remedies;
