@@ -1,6 +1,7 @@
 -- hedging_predictions: what the hosts' perf windows predicted for the hedged races in
 -- [$since, $until) (the races of queries/hedging_races.sql; their attempts and priors are those
--- of queries/hedging_race_attempts.sql), and what four remedies would have saved: one row.
+-- of queries/hedging_race_attempts.sql), what four remedies would have saved, and (from the
+-- same pass over the races) the rescues' latency and each host's model: one row.
 -- hedging.py's thresholds are the parameters ($min_samples, $clear_ratio, $replace_ratio,
 -- $ab_min_comparisons, $ab_agreement, the decisions $speedup_decisions and $ab_decision).
 -- A race's attempts are in their list order (primary first, then by nonce); its primary is
@@ -32,10 +33,14 @@
 --              winner's) or, not finished, would_fail. A direct comparison: two attempts of
 --              different hosts in a race that both have a latency; the faster has the lower
 --              (the earlier in list order on a tie).
+--   rescues_timed, rescue_latency_saved_ms  the rescues whose primary and winner both have a
+--              latency, and Σ of the primary's minus the winner's; rescues_primary_never_delivered:
+--              rescues whose primary has none (or that have no primary)
+--   host_models  per host, the model of the first race it took part in (its findings' model)
 -- Times are in ms (hedging.py prints seconds); latency counts: equal latencies count in none.
 -- Reads: hedge_races, hedge_attempts, hedge_priors.
 WITH races AS (
-    SELECT request, decision, rescue, row_number() OVER (ORDER BY race_ts NULLS LAST, request) AS rn
+    SELECT request, decision, rescue, model, row_number() OVER (ORDER BY race_ts NULLS LAST, request) AS rn
     FROM hedge_races
     WHERE hedged
       AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
@@ -172,4 +177,10 @@ WITH races AS (
 SELECT (SELECT count(*) FROM race WHERE predicted_pos IS NOT NULL AND w_enough) AS evaluable_races,
        (SELECT count(*) FROM race WHERE predicted_pos = w_pos AND w_enough) AS prediction_right,
        (SELECT coalesce(list(h), []) FROM hosts h) AS hosts,
-       (SELECT coalesce(list(m), []) FROM remedies m) AS remedies;
+       (SELECT coalesce(list(m), []) FROM remedies m) AS remedies,
+       (SELECT count(*) FROM race WHERE rescue AND p_latency_ms IS NOT NULL AND w_latency_ms IS NOT NULL)
+           AS rescues_timed,
+       (SELECT coalesce(sum(p_latency_ms - w_latency_ms), 0) FROM race WHERE rescue) AS rescue_latency_saved_ms,
+       (SELECT count(*) FROM race WHERE rescue AND p_latency_ms IS NULL) AS rescues_primary_never_delivered,
+       (SELECT coalesce(list({'host': f.host, 'model': r.model}), [])
+        FROM (SELECT host, min(rn) AS rn FROM att GROUP BY host) f JOIN races r ON r.rn = f.rn) AS host_models;

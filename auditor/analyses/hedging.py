@@ -367,7 +367,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     pred = predictability(predictions)
     cfs = counterfactuals(predictions)
     beaten = _beaten(beaten_rows)
-    model_of = {r["host"]: r["model"] for r in store.query("hedging_host_models", **args)}
+    model_of = {m["host"]: m["model"] for m in predictions["host_models"]}
     for h in hosts:
         h["beaten_by"] = beaten.get(h["label"], [])
 
@@ -377,7 +377,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     if check is not None:
         notes.append(check["summary"])
     unresp_data = _unresponsive(unresp)
-    totals = _totals(total, facts, store.query("hedging_rescues", **args)[0], hosts)
+    totals = _totals(total, facts, predictions, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     races = _listed_races(store, args, None if options.all_races else RACES_LISTED)
@@ -513,18 +513,18 @@ def _unresponsive(unresp: list[dict[str, Any]]) -> dict[str, Any]:
                     "finished normally (race_completed finished=true responsive=true)"}
 
 
-def _totals(total: dict[str, Any], facts: dict[str, Any], rescues: dict[str, Any],
+def _totals(total: dict[str, Any], facts: dict[str, Any], predictions: dict[str, Any],
             hosts: list[dict[str, Any]]) -> dict[str, Any]:
     """The range's totals, with the time resolution, what the rescues saved
-    (queries/hedging_rescues.sql) and the losers that failed after their suppression (the
-    gateway's failed_not_finished, not suppressed)."""
+    (queries/hedging_predictions.sql's rescue_*) and the losers that failed after their
+    suppression (the gateway's failed_not_finished, not suppressed)."""
     totals = {k: v for k, v in total.items() if k != "hour"}
     totals["failed_after_suppression"] = sum(h["failed_after_suppression"] + h["secondary_failed_after_suppression"]
                                              for h in hosts)
     totals["time_resolution"] = facts["time_resolution"]
-    totals["rescue_latency_saved_seconds"] = (round(int(rescues["latency_saved_ms"]) / 1000, 3)
-                                              if rescues["timed"] else None)
-    totals["rescues_primary_never_delivered"] = rescues["primary_never_delivered"]
+    totals["rescue_latency_saved_seconds"] = (round(int(predictions["rescue_latency_saved_ms"]) / 1000, 3)
+                                              if predictions["rescues_timed"] else None)
+    totals["rescues_primary_never_delivered"] = predictions["rescues_primary_never_delivered"]
     return totals
 
 
