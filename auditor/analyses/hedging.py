@@ -234,16 +234,17 @@ def counterfactuals(row: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for name, applies, assumptions in remedies():
         m = sums.get(name, {})
-        s = {"races": 0, "attempts_saved": 0, "attempt_seconds_saved": 0.0, "output_bytes_saved": 0,
-             "latency_worse": 0, "latency_added_seconds": 0.0, "latency_better": 0, "latency_saved_seconds": 0.0,
-             "latency_unknown": 0, "would_fail": 0}
-        for k in ("races", "attempts_saved", "output_bytes_saved", "latency_worse", "latency_better",
-                  "latency_unknown", "would_fail"):
-            s[k] = int(m.get(k) or 0)
-        for k, ms in (("attempt_seconds_saved", "attempt_ms_saved"), ("latency_added_seconds", "latency_added_ms"),
-                      ("latency_saved_seconds", "latency_saved_ms")):
-            s[k] = round(int(m.get(ms) or 0) / 1000, 3)
-        out.append({"remedy": name, "applies_to": applies, **s, "assumptions": assumptions})
+        n = {k: int(m.get(k) or 0) for k in ("races", "attempts_saved", "attempt_ms_saved", "output_bytes_saved",
+                                             "latency_worse", "latency_added_ms", "latency_better",
+                                             "latency_saved_ms", "latency_unknown", "would_fail")}
+        out.append({"remedy": name, "applies_to": applies, "races": n["races"], "attempts_saved": n["attempts_saved"],
+                    "attempt_seconds_saved": round(n["attempt_ms_saved"] / 1000, 3),
+                    "output_bytes_saved": n["output_bytes_saved"], "latency_worse": n["latency_worse"],
+                    "latency_added_seconds": round(n["latency_added_ms"] / 1000, 3),
+                    "latency_better": n["latency_better"],
+                    "latency_saved_seconds": round(n["latency_saved_ms"] / 1000, 3),
+                    "latency_unknown": n["latency_unknown"], "would_fail": n["would_fail"],
+                    "assumptions": assumptions})
     return out
 
 
