@@ -73,8 +73,9 @@ WITH races AS (
            arg_min(pos, place) FILTER (WHERE role = 'primary') AS p_pos,     -- the first, as primaries come first
            arg_min(pos, place) FILTER (WHERE winner) AS w_pos,
            CASE WHEN count(*) FILTER (WHERE rated) >= 2
-                THEN arg_min(pos, {'ttft': ttft_med, 'receipt': receipt_med, 'secondary': coalesce(role <> 'primary', true),
-                                   'nonce': nonce, 'place': place}) FILTER (WHERE rated) END AS predicted_pos,
+                THEN arg_min(pos, {'ttft': ttft_med, 'receipt': receipt_med,
+                                   'secondary': coalesce(role <> 'primary', true), 'nonce': nonce, 'place': place})
+                         FILTER (WHERE rated) END AS predicted_pos,
            arg_min(pos, place) FILTER (WHERE candidate) AS candidate_pos,
            count(*) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL) AS losers_after_winner,
            sum(after_winner_ms) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL) AS after_winner_ms,
