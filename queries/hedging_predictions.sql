@@ -90,7 +90,7 @@ WITH races AS (
     LEFT JOIN att w ON w.pos = k.w_pos
 ), pairs AS (
     -- the (slow, fast) attempts the prediction rule compares
-    SELECT k.kind, r.*, f.finished OR f.winner AS f_served, f.ttft_ms AS f_ttft_ms,
+    SELECT r.*, f.finished OR f.winner AS f_served, f.ttft_ms AS f_ttft_ms,
            f.attempt_ms AS f_attempt_ms, f.output_bytes AS f_output_bytes,
            s.enough AND f.enough AS enough,
            s.ttft_med IS NOT NULL AND f.ttft_med IS NOT NULL AS ttft_known,
@@ -100,17 +100,16 @@ WITH races AS (
            CASE WHEN f.receipt_med > 0 THEN s.receipt_med / f.receipt_med
                 WHEN s.receipt_med > 0 THEN 'inf'::DOUBLE ELSE 1.0 END AS receipt_ratio,
            s.ttft_p25 > f.ttft_p75 AS ttft_apart, s.receipt_p25 > f.receipt_p75 AS receipt_apart
-    FROM (SELECT rn, 'loss' AS kind, w_pos AS f_pos FROM race
+    FROM (SELECT 'loss' AS kind, w_pos AS f_pos, * FROM race
           WHERE p_pos IS NOT NULL AND w_pos IS NOT NULL AND w_pos <> p_pos AND NOT rescue
           UNION ALL
-          SELECT rn, 'speed_aware_primary', predicted_pos FROM race
+          SELECT 'speed_aware_primary', predicted_pos, * FROM race
           WHERE p_pos IS NOT NULL AND predicted_pos IS NOT NULL AND predicted_pos <> p_pos
           UNION ALL
-          SELECT rn, 'replace_instead_of_add', candidate_pos FROM race
-          WHERE p_pos IS NOT NULL AND candidate_pos IS NOT NULL) k
-    JOIN race r ON r.rn = k.rn
+          SELECT 'replace_instead_of_add', candidate_pos, * FROM race
+          WHERE p_pos IS NOT NULL AND candidate_pos IS NOT NULL) r
     JOIN att s ON s.pos = r.p_pos
-    JOIN att f ON f.pos = k.f_pos
+    JOIN att f ON f.pos = r.f_pos
 ), predicted AS (
     SELECT *, enough AND (ttft_known OR receipt_known) AS has_prediction,
            enough AND ((ttft_known AND ttft_ratio >= $clear_ratio AND ttft_apart)
