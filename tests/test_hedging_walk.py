@@ -65,8 +65,11 @@ def walk(races: list[dict[str, Any]]) -> dict[str, Any]:
     cf = {name: _saving() for name, _, _ in H.remedies()}
     history: dict[tuple, Counter] = defaultdict(Counter)
     rescue_ms, never = [], 0
+    model_of: dict[str, str | None] = {}
     for race in map(_race, races):                       # the list is in time order
         p, w, pw = race["primary"], race["winner"], race["predicted"]
+        for a in race["attempts"]:
+            model_of.setdefault(a["host"], race["model"])
         if pw is not None and w is not None and H._enough(w):
             evaluable += 1
             right += pw is w
@@ -118,7 +121,7 @@ def walk(races: list[dict[str, Any]]) -> dict[str, Any]:
             "hosts": {h: {**c, "predictable_requests": requests[h]} for h, c in hosts.items()},
             "counterfactuals": cf,
             "rescue_latency_saved_seconds": round(sum(rescue_ms) / 1000, 3) if rescue_ms else None,
-            "rescues_primary_never_delivered": never}
+            "rescues_primary_never_delivered": never, "model_of": model_of}
 
 
 def _report(db, *args: str) -> dict[str, Any]:
