@@ -1,13 +1,19 @@
--- hedging_races: every hedged race (a race with at least one secondary; definitions in
+-- hedging_races: the hedged races (a race with at least one secondary; definitions in
 -- views/hedge_attempts.sql) whose time is in [$since, $until), one row each, in time order:
--- its decision, primary, winner and whether the hedge rescued the primary. Its attempts are
+-- its decision, primary, winner and whether the hedge rescued the primary. $listed (NULL:
+-- every race) keeps the $listed races with the most wasted work (hedge_races.wasted_ms, the
+-- Σ of its attempts' wasted_ms, none counting 0; ties: the earlier race). Their attempts are
 -- queries/hedging_race_attempts.sql; Python joins the two into the per-race list.
 -- Reads: hedge_races.
-SELECT request, race_ts, escrow, model, decision, delay_ms, primary_nonce, primary_inferred,
-       rescue, winner_host, winner_role
-FROM hedge_races
-WHERE hedged
-  AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-  AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-  AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
-ORDER BY race_ts NULLS LAST, request;
+WITH r AS (
+    SELECT request, race_ts, escrow, model, decision, delay_ms, primary_nonce, primary_inferred,
+           rescue, winner_host, winner_role, coalesce(wasted_ms, 0) AS wasted_ms
+    FROM hedge_races
+    WHERE hedged
+      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
+      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
+      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+), most AS (
+    SELECT * FROM r ORDER BY wasted_ms DESC, race_ts NULLS LAST, request LIMIT $listed
+)
+SELECT * EXCLUDE (wasted_ms) FROM most ORDER BY race_ts NULLS LAST, request;

@@ -9,17 +9,18 @@ span or ``--since/--until``, and reports per host, per decision reason, totals p
 and per hour, how predictable the losses were before dispatch, the false firing of
 ``primary_unresponsive`` (#2103), and what four remedies would have saved.
 
-SQL does the counting (``queries/hedging_*.sql``); Python here groups the per-attempt rows
-of the hedged races, applies the prediction rule and the counterfactuals (each a pure
-function of those rows, with its thresholds printed), and builds the findings.
+SQL does the counting (``queries/hedging_*.sql``), the prediction rule and the counterfactuals
+over every race included (``queries/hedging_predictions.sql``, with the thresholds here as its
+parameters, printed with the numbers); Python fetches only the races the output lists, groups
+their attempts, and builds the findings.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import UsageError
 from ..result import Finding, Result, Table, utc, utc_text
@@ -83,7 +84,7 @@ def time_range(store: Any, epoch: int | None, options: Options,
     return utc(w["start_time"]), utc(w["end_time"]), f"epoch {epoch} effective span [SNV(N), SNV(N+1))", None
 
 
-# -- per race --------------------------------------------------------------------------------
+# -- per race (the listed races) ---------------------------------------------------------------
 RACE_KEYS = ("request", "race_ts", "escrow", "model", "decision", "delay_ms", "primary_nonce", "primary_inferred",
              "rescue", "winner_host", "winner_role")
 
@@ -91,7 +92,10 @@ RACE_KEYS = ("request", "race_ts", "escrow", "model", "decision", "delay_ms", "p
 def group_races(races: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of queries/hedging_races.sql, each with its ``attempts``: the rows of
     queries/hedging_race_attempts.sql (primary first), as they are, which the per-race list
-    shows. ``primary``, ``winner`` and ``predicted`` (predicted_winner) point into them."""
+    shows. ``primary``, ``winner`` and ``predicted`` (predicted_winner) point into them;
+    ``predicted_winner`` names the predicted host and ``loss_predictable`` says whether a
+    loss of the primary was predictable (``predict(primary, winner).clear``; None when the
+    primary did not lose, the hedge rescued it, or no prediction was made)."""
     by_request = {r["request"]: r for r in races}
     for r in races:
         r["attempts"] = []
@@ -102,12 +106,11 @@ def group_races(races: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> 
         r["primary"] = first if first is not None and first["role"] == "primary" else None
         r["winner"] = next((a for a in r["attempts"] if a["winner"]), None)
         r["predicted"] = predicted_winner(r)
+        r["predicted_winner"] = r["predicted"]["host"] if r["predicted"] else None
+        p, w = r["primary"], r["winner"]
+        pr = None if p is None or w is None or w is p or r["rescue"] else predict(p, w)
+        r["loss_predictable"] = None if pr is None else pr["clear"]
     return races
-
-
-def latency_ms(a: dict[str, Any] | None) -> float | None:
-    """Time from the race's start to this attempt's first token, when both are known."""
-    return None if a is None else a["latency_ms"]
 
 
 def _enough(a: dict[str, Any]) -> bool:
@@ -118,7 +121,8 @@ def predict(slow: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any] | None
     """Was ``fast``'s host predicted faster than ``slow``'s before the race? From their prior
     (perf-window) first-token medians and quartiles, and their receipt medians and
     quartiles. None when either host has fewer than MIN_SAMPLES prior samples. ``clear``:
-    on either signal the median ratio is >= CLEAR_RATIO and the quartile ranges are apart."""
+    on either signal the median ratio is >= CLEAR_RATIO and the quartile ranges are apart.
+    queries/hedging_predictions.sql applies the same rule to every race."""
     if not (_enough(slow) and _enough(fast)):
         return None
     out: dict[str, Any] = {"clear": False, "ratio": None, "signal": None}
@@ -150,34 +154,23 @@ def predicted_winner(race: dict[str, Any]) -> dict[str, Any] | None:
     return min(ok, key=_speed_key)
 
 
-def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
+# -- over every race of the range: queries/hedging_predictions.sql ---------------------------------
+def prediction_args() -> dict[str, Any]:
+    """The thresholds queries/hedging_predictions.sql applies, as its parameters."""
+    return {"min_samples": MIN_SAMPLES, "clear_ratio": CLEAR_RATIO, "replace_ratio": REPLACE_RATIO,
+            "ab_min_comparisons": AB_MIN_COMPARISONS, "ab_agreement": AB_AGREEMENT,
+            "speedup_decisions": list(SPEEDUP_DECISIONS), "ab_decision": AB_DECISION}
+
+
+def predictability(row: dict[str, Any]) -> dict[str, Any]:
     """How often the lowest prior median picked the real winner, and, per primary host,
-    how many of its losses were predictable (``predict(primary, winner).clear``)."""
-    evaluable = right = 0
-    per_host: dict[str, dict[str, Any]] = defaultdict(lambda: {"losses": 0, "with_prediction": 0, "predictable": 0,
-                                                              "predictable_requests": []})
-    for race in races:
-        w, p, pw = race["winner"], race["primary"], race["predicted"]
-        race["predicted_winner"] = pw["host"] if pw else None
-        race["loss_predictable"] = None
-        if pw is not None and w is not None and _enough(w):
-            evaluable += 1
-            right += pw is w
-        if p is None or w is None or w is p or race["rescue"]:
-            continue
-        h = per_host[p["host"]]
-        h["losses"] += 1
-        pr = predict(p, w)
-        if pr is not None:
-            h["with_prediction"] += 1
-            h["predictable"] += pr["clear"]
-            race["loss_predictable"] = pr["clear"]
-            if pr["clear"]:
-                h["predictable_requests"].append(race["request"])
-    hosts = [{"label": k, **{n: v[n] for n in ("losses", "with_prediction", "predictable")},
-              "predictable_share": _share(v["predictable"], v["with_prediction"]),
-              "predictable_requests": v["predictable_requests"]}
-             for k, v in sorted(per_host.items(), key=lambda kv: (-kv[1]["losses"], kv[0]))]
+    how many of its losses were predictable (``predict(primary, winner).clear``), from
+    queries/hedging_predictions.sql's row."""
+    evaluable, right = row["evaluable_races"], row["prediction_right"]
+    hosts = [{"label": h["label"], "losses": h["losses"], "with_prediction": h["with_prediction"],
+              "predictable": h["predictable"], "predictable_share": _share(h["predictable"], h["with_prediction"]),
+              "predictable_requests": list(h["predictable_requests"])}
+             for h in sorted(row["hosts"], key=lambda h: (-h["losses"], h["label"]))]
     return {"evaluable_races": evaluable, "prediction_right": right, "prediction_right_share": _share(right, evaluable),
             "rule": (f"predicted winner = the attempt whose host had the lowest first-token median (then receipt "
                      f"median) over its latest {WINDOW_SAMPLES} attempts in the {WINDOW_S} s before the race "
@@ -188,163 +181,71 @@ def predictability(races: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- counterfactuals -------------------------------------------------------------------------
-def _saving() -> dict[str, Any]:
-    return {"races": 0, "attempts_saved": 0, "attempt_seconds_saved": 0.0, "output_bytes_saved": 0,
-            "latency_worse": 0, "latency_added_seconds": 0.0, "latency_better": 0, "latency_saved_seconds": 0.0,
-            "latency_unknown": 0, "would_fail": 0}
+# Each remedy's rule is in queries/hedging_predictions.sql; here what it applies to and assumes.
+# 1 speed_aware_primary: dispatch to the predicted-fastest host in the first place: a hedged race
+#   whose predicted-fastest attempt is not the primary and is clearly faster than it is served by
+#   that attempt alone (every other attempt saved; its latency its own started -> first token,
+#   as it starts at the race's start; would_fail when it failed in the race).
+# 2 replace_instead_of_add: when a speed-up decision accepted a candidate whose predicted advantage
+#   over the primary is at least REPLACE_RATIO, only the candidate (the first secondary the
+#   decision started) runs: the primary and any other attempt are saved.
+# 3 cancel_losers: every loser is cancelled once the winner streams: its time after the winner was
+#   selected and all its output (a loser writes no content before a winner exists) are saved, in
+#   rescue races too; the attempts themselves still start.
+# 4 stop_ab_sampling: a pairwise_ab_sample attempt is skipped once its (primary host, candidate
+#   host) pair has AB_MIN_COMPARISONS earlier direct comparisons (races, any decision, where both
+#   delivered a first token) of which the same host was faster in at least AB_AGREEMENT. The
+#   sampled attempt is saved; the primary then serves alone: latency cost when the sample had
+#   won, a would_fail when the primary failed and the sample was the rescue.
+def remedies() -> list[tuple[str, str, list[str]]]:
+    """``(remedy, applies_to, assumptions)`` of the four remedies, in report order."""
+    return [
+        ("speed_aware_primary",
+         f"hedged races whose predicted-fastest host (lowest prior first-token median) is not the primary "
+         f"and is clearly faster (ratio >= {CLEAR_RATIO}, quartiles apart): only that host runs",
+         ["the chosen host would have served as it did in the race, started at the race's start",
+          "each redirected request burns one ghost nonce on the skipped host (not counted as an attempt)",
+          "races that were not hedged are not evaluated: the data do not show how another host would have done"]),
+        ("replace_instead_of_add",
+         f"races decided {' or '.join(SPEEDUP_DECISIONS)} whose candidate's predicted advantage "
+         f"(prior median ratio primary/candidate) is >= {REPLACE_RATIO}: only the candidate runs",
+         ["the candidate would have served as it did in the race, started at the race's start",
+          "would_fail: the candidate failed in the race, so the primary it replaced was the rescue"]),
+        ("cancel_losers",
+         "every race with a winner and a loser still running after the winner was selected",
+         ["the winner's output reaches the user unchanged: once a winner streams devshardctl forwards "
+          "no loser's bytes, so cancelling a loser costs no latency (no latency cost is counted)",
+          "attempts_saved is 0: the losers' nonces are still started and must still be settled",
+          "saved seconds are the losers' time after the winner's winner_selected line"]),
+        ("stop_ab_sampling",
+         f"{AB_DECISION} attempts of pairs with >= {AB_MIN_COMPARISONS} earlier direct comparisons, "
+         f">= {AB_AGREEMENT:.0%} won by the same host: the sample is not started",
+         ["a comparison is a race where both hosts delivered a first token; the faster is the earlier "
+          "first token from the race's start",
+          "without the sample the primary serves alone, as it did in the race"]),
+    ]
 
 
-def _add_latency(s: dict[str, Any], cf: float | None, actual: float | None) -> None:
-    if cf is None or actual is None:
-        s["latency_unknown"] += 1
-    elif cf > actual:
-        s["latency_worse"] += 1
-        s["latency_added_seconds"] += (cf - actual) / 1000
-    elif cf < actual:
-        s["latency_better"] += 1
-        s["latency_saved_seconds"] += (actual - cf) / 1000
-
-
-def _drop(s: dict[str, Any], attempts: list[dict[str, Any]]) -> None:
-    s["attempts_saved"] += len(attempts)
-    s["attempt_seconds_saved"] += sum((a["attempt_ms"] or 0) for a in attempts) / 1000
-    s["output_bytes_saved"] += sum((a["output_bytes"] or 0) for a in attempts)
-
-
-def _serve_alone(s: dict[str, Any], race: dict[str, Any], chosen: dict[str, Any]) -> None:
-    """Count ``race`` as served by ``chosen`` alone, started at the race's start: every other
-    attempt is saved, and its latency is its own started -> first token time; when it did
-    not finish in the race the request would have needed another attempt (would_fail)."""
-    s["races"] += 1
-    _drop(s, [a for a in race["attempts"] if a is not chosen])
-    if chosen["finished"] or chosen["winner"]:
-        _add_latency(s, chosen["ttft_ms"], latency_ms(race["winner"]))
-    else:
-        s["would_fail"] += 1
-
-
-def _serve_alone_where(races: list[dict[str, Any]], candidate: Callable[[dict[str, Any]], dict[str, Any] | None],
-                       better: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    """The saving of serving each race (with a primary) by ``candidate(race)`` alone where
-    the prediction of the candidate against the primary (``predict``) is ``better``; other
-    races are left as they ran."""
-    s = _saving()
-    for race in races:
-        p = race["primary"]
-        cand = candidate(race) if p is not None else None
-        if cand is None:
-            continue
-        pr = predict(p, cand)
-        if pr is not None and better(pr):
-            _serve_alone(s, race, cand)
-    return s
-
-
-def cf_speed_aware_primary(races: list[dict[str, Any]]) -> dict[str, Any]:
-    """Remedy 1: dispatch to the predicted-fastest host in the first place. For each hedged
-    race whose predicted-fastest attempt is not the primary and is clearly faster than it,
-    only that attempt runs: every other attempt is saved; its latency is its own
-    started -> first token (it starts at the race's start); if it failed in the race the
-    request would have needed another attempt (would_fail)."""
-    s = _serve_alone_where(races,
-                           lambda race: race["predicted"] if race["predicted"] is not race["primary"] else None,
-                           lambda pr: pr["clear"])
-    return _finish(s, "speed_aware_primary",
-                   f"hedged races whose predicted-fastest host (lowest prior first-token median) is not the primary "
-                   f"and is clearly faster (ratio >= {CLEAR_RATIO}, quartiles apart): only that host runs",
-                   ["the chosen host would have served as it did in the race, started at the race's start",
-                    "each redirected request burns one ghost nonce on the skipped host (not counted as an attempt)",
-                    "races that were not hedged are not evaluated: the data do not show how another host would have done"])
-
-
-def cf_replace_instead_of_add(races: list[dict[str, Any]]) -> dict[str, Any]:
-    """Remedy 2: when a speed-up decision accepted a candidate whose predicted advantage over
-    the primary is at least REPLACE_RATIO, run only the candidate (the first secondary the
-    decision started): the primary and any other attempt are saved."""
-    def candidate(race: dict[str, Any]) -> dict[str, Any] | None:
-        if race["decision"] not in SPEEDUP_DECISIONS:
-            return None
-        return next((a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == race["decision"]),
-                    None)
-
-    s = _serve_alone_where(races, candidate, lambda pr: pr["ratio"] is not None and pr["ratio"] >= REPLACE_RATIO)
-    return _finish(s, "replace_instead_of_add",
-                   f"races decided {' or '.join(SPEEDUP_DECISIONS)} whose candidate's predicted advantage "
-                   f"(prior median ratio primary/candidate) is >= {REPLACE_RATIO}: only the candidate runs",
-                   ["the candidate would have served as it did in the race, started at the race's start",
-                    "would_fail: the candidate failed in the race, so the primary it replaced was the rescue"])
-
-
-def cf_cancel_losers(races: list[dict[str, Any]]) -> dict[str, Any]:
-    """Remedy 3: cancel every loser once the winner streams: each loser's time after the
-    winner was selected and all its output (a loser writes no content before a winner
-    exists) are saved, in rescue races too; the attempts themselves still start."""
-    s = _saving()
-    for race in races:
-        if race["winner"] is None:
-            continue
-        losers = [a for a in race["attempts"] if not a["winner"] and a["after_winner_ms"] is not None]
-        if not losers:
-            continue
-        s["races"] += 1
-        s["attempt_seconds_saved"] += sum(a["after_winner_ms"] for a in losers) / 1000
-        s["output_bytes_saved"] += sum((a["output_bytes"] or 0) for a in losers)
-    return _finish(s, "cancel_losers",
-                   "every race with a winner and a loser still running after the winner was selected",
-                   ["the winner's output reaches the user unchanged: once a winner streams devshardctl forwards "
-                    "no loser's bytes, so cancelling a loser costs no latency (no latency cost is counted)",
-                    "attempts_saved is 0: the losers' nonces are still started and must still be settled",
-                    "saved seconds are the losers' time after the winner's winner_selected line"])
-
-
-def cf_stop_ab_sampling(races: list[dict[str, Any]]) -> dict[str, Any]:
-    """Remedy 4: skip a pairwise_ab_sample attempt once its (primary host, candidate host)
-    pair has AB_MIN_COMPARISONS earlier direct comparisons (races, any decision, where both
-    delivered a first token) of which the same host was faster in at least AB_AGREEMENT.
-    The sampled attempt is saved; the primary then serves alone: latency cost when the
-    sample had won, a would_fail when the primary failed and the sample was the rescue."""
-    s = _saving()
-    history: dict[tuple[str, str], Counter] = defaultdict(Counter)    # sorted pair -> comparisons won per host
-    for race in sorted(races, key=lambda r: (r["race_ts"] is None, r["race_ts"] or 0, r["request"])):
-        p, w = race["primary"], race["winner"]
-        if p is not None and race["decision"] == AB_DECISION:
-            for c in [a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == AB_DECISION]:
-                seen = history.get(tuple(sorted((p["host"], c["host"]))))
-                n = seen.total() if seen else 0
-                if n < AB_MIN_COMPARISONS or max(seen.values()) / n < AB_AGREEMENT:
-                    continue
-                s["races"] += 1
-                _drop(s, [c])
-                if c is w:
-                    if p["finished"]:
-                        _add_latency(s, latency_ms(p), latency_ms(w))
-                    else:
-                        s["would_fail"] += 1
-        # record this race's direct comparisons after judging it (only earlier races count)
-        timed = [a for a in race["attempts"] if a["latency_ms"] is not None]
-        for i, a in enumerate(timed):
-            for b in timed[i + 1:]:
-                if a["host"] == b["host"]:
-                    continue
-                faster = a if a["latency_ms"] <= b["latency_ms"] else b
-                history[tuple(sorted((a["host"], b["host"])))][faster["host"]] += 1
-    return _finish(s, "stop_ab_sampling",
-                   f"{AB_DECISION} attempts of pairs with >= {AB_MIN_COMPARISONS} earlier direct comparisons, "
-                   f">= {AB_AGREEMENT:.0%} won by the same host: the sample is not started",
-                   ["a comparison is a race where both hosts delivered a first token; the faster is the earlier "
-                    "first token from the race's start",
-                    "without the sample the primary serves alone, as it did in the race"])
-
-
-def _finish(s: dict[str, Any], name: str, applies: str, assumptions: list[str]) -> dict[str, Any]:
-    for k in ("attempt_seconds_saved", "latency_added_seconds", "latency_saved_seconds"):
-        s[k] = round(s[k], 3)
-    return {"remedy": name, "applies_to": applies, **s, "assumptions": assumptions}
-
-
-def counterfactuals(races: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [cf_speed_aware_primary(races), cf_replace_instead_of_add(races), cf_cancel_losers(races),
-            cf_stop_ab_sampling(races)]
+def counterfactuals(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each remedy would have saved, from queries/hedging_predictions.sql's ``remedies``
+    (times summed there in whole ms, printed here in seconds); a remedy that changes no race
+    saves nothing."""
+    sums = {m["remedy"]: m for m in row["remedies"]}
+    out = []
+    for name, applies, assumptions in remedies():
+        m = sums.get(name, {})
+        n = {k: int(m.get(k) or 0) for k in ("races", "attempts_saved", "attempt_ms_saved", "output_bytes_saved",
+                                             "latency_worse", "latency_added_ms", "latency_better",
+                                             "latency_saved_ms", "latency_unknown", "would_fail")}
+        out.append({"remedy": name, "applies_to": applies, "races": n["races"], "attempts_saved": n["attempts_saved"],
+                    "attempt_seconds_saved": round(n["attempt_ms_saved"] / 1000, 3),
+                    "output_bytes_saved": n["output_bytes_saved"], "latency_worse": n["latency_worse"],
+                    "latency_added_seconds": round(n["latency_added_ms"] / 1000, 3),
+                    "latency_better": n["latency_better"],
+                    "latency_saved_seconds": round(n["latency_saved_ms"] / 1000, 3),
+                    "latency_unknown": n["latency_unknown"], "would_fail": n["would_fail"],
+                    "assumptions": assumptions})
+    return out
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -463,15 +364,11 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     beaten_rows = [_clean(r) for r in store.query("hedging_beaten_by", **args)]
     decisions = [_clean(r) for r in store.query("hedging_decisions", **args)]
     unresp = store.query("hedging_unresponsive", **args)
-    races = group_races(store.query("hedging_races", **args), store.query("hedging_race_attempts", **args))
-
-    pred = predictability(races)
-    cfs = counterfactuals(races)
+    predictions = store.query("hedging_predictions", **args, **prediction_args())[0]
+    pred = predictability(predictions)
+    cfs = counterfactuals(predictions)
     beaten = _beaten(beaten_rows)
-    model_of: dict[str, str | None] = {}
-    for race in races:
-        for a in race["attempts"]:
-            model_of.setdefault(a["host"], race["model"])
+    model_of = {m["host"]: m["model"] for m in predictions["host_models"]}
     for h in hosts:
         h["beaten_by"] = beaten.get(h["label"], [])
 
@@ -481,12 +378,13 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     if check is not None:
         notes.append(check["summary"])
     unresp_data = _unresponsive(unresp)
-    totals = _totals(total, facts, races, hosts)
+    totals = _totals(total, facts, predictions, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
+    races = _listed_races(store, args, None if options.all_races else RACES_LISTED)
     by_waste = _most_waste(races)
-    chosen = {id(r) for r in by_waste[:RACES_LISTED]}      # the most waste, listed in their time order
-    listed = [_race_json(r) for r in races if options.all_races or id(r) in chosen]
+    listed = [_race_json(r) for r in races]
+    in_range = total["hedged_races"]
     data = {
         "epoch": epoch,
         "available": True,
@@ -500,8 +398,8 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
         "primary_unresponsive": unresp_data,
         "counterfactuals": cfs,
         "races": listed,
-        "races_listed": {"listed": len(listed), "of": len(races),
-                         "which": "all" if len(listed) == len(races) else f"the {len(listed)} with the most "
+        "races_listed": {"listed": len(listed), "of": in_range,
+                         "which": "all" if len(listed) == in_range else f"the {len(listed)} with the most "
                                                                               "wasted work, in time order",
                          "all": _all_races_hint(since, until)},
         "thresholds": thresholds(),
@@ -510,7 +408,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     findings = [f for f in _findings(hosts, beaten, pred, unresp, model_of, query_args)
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
     header = _header(what, since, until, totals, pred, unresp_data)
-    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste, len(races), unresp_data,
+    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste, in_range, unresp_data,
                      notes)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
@@ -616,18 +514,18 @@ def _unresponsive(unresp: list[dict[str, Any]]) -> dict[str, Any]:
                     "finished normally (race_completed finished=true responsive=true)"}
 
 
-def _totals(total: dict[str, Any], facts: dict[str, Any], races: list[dict[str, Any]],
+def _totals(total: dict[str, Any], facts: dict[str, Any], predictions: dict[str, Any],
             hosts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The range's totals, with the time resolution, what the rescues saved and the losers
-    that failed after their suppression (the gateway's failed_not_finished, not suppressed)."""
-    rescue_latency = [latency_ms(r["primary"]) - latency_ms(r["winner"]) for r in races
-                      if r["rescue"] and latency_ms(r["primary"]) is not None and latency_ms(r["winner"]) is not None]
+    """The range's totals, with the time resolution, what the rescues saved
+    (queries/hedging_predictions.sql's rescue_*) and the losers that failed after their
+    suppression (the gateway's failed_not_finished, not suppressed)."""
     totals = {k: v for k, v in total.items() if k != "hour"}
     totals["failed_after_suppression"] = sum(h["failed_after_suppression"] + h["secondary_failed_after_suppression"]
                                              for h in hosts)
     totals["time_resolution"] = facts["time_resolution"]
-    totals["rescue_latency_saved_seconds"] = round(sum(rescue_latency) / 1000, 3) if rescue_latency else None
-    totals["rescues_primary_never_delivered"] = sum(1 for r in races if r["rescue"] and latency_ms(r["primary"]) is None)
+    totals["rescue_latency_saved_seconds"] = (round(int(predictions["rescue_latency_saved_ms"]) / 1000, 3)
+                                              if predictions["rescues_timed"] else None)
+    totals["rescues_primary_never_delivered"] = predictions["rescues_primary_never_delivered"]
     return totals
 
 
@@ -670,6 +568,16 @@ def _all_races_hint(since: datetime | None, until: datetime | None) -> str:
                           *([f"race_ts < '{utc_text(until)}'"] if until else [])])
     return (f"--all-races lists them all; so does auditor sql \"SELECT * FROM hedge_races WHERE {where}\" "
             "(their attempts: hedge_attempts)")
+
+
+def _listed_races(store: Any, args: dict[str, Any], listed: int | None) -> list[dict[str, Any]]:
+    """The hedged races of the range the JSON lists, in time order, with their attempts: the
+    ``listed`` with the most wasted work, or every one (None)."""
+    races = store.query("hedging_races", **args, listed=listed)
+    if not races:
+        return []
+    attempts = store.query("hedging_race_attempts", **args, requests=[r["request"] for r in races])
+    return group_races(races, attempts)
 
 
 def _most_waste(races: list[dict[str, Any]]) -> list[dict[str, Any]]:
