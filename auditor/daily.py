@@ -87,7 +87,7 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
     from .report import render
     from .store import Store
 
-    with resolved(sources) as s, Store(db, progress=progress) as store:         # --replay: its server is the node
+    with resolved(sources) as s, Store(db, progress=progress) as store:     # --replay: its server is the node
         if job.epoch is None and when is not None:
             job.epoch = epoch_at(store, when)
         elif job.epoch is None and s.nodes and not s.offline:
