@@ -25,6 +25,16 @@ READ_AT_IMPORT = {"TZ", "AUDITOR_NO_COMPILED"}
 OWN_DESCRIPTORS = ("/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
 
 
+def ctrl_c_able() -> None:
+    """``preexec_fn`` of a child a test sends SIGINT: SIGINT at its default action, as a
+    terminal's Ctrl-C finds it. A shell's background job (``cmd &``, the way a CI script may
+    run the suite) ignores SIGINT, its children inherit that, and Python then installs no
+    handler: the SIGINT would be lost and the test would wait forever."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _needs_a_process(argv: list[str], env: dict[str, str]) -> bool:
     return (any(k in READ_AT_IMPORT or k.startswith("PYTHON") for k in env)
             or any(a.startswith(OWN_DESCRIPTORS) for a in argv))

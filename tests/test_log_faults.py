@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, q, run_cli
+from conftest import ROOT, ctrl_c_able, q, run_cli
 from tools.synth import generate_lines
 
 COMMIT_ROWS = 4000          # small commits, so that a kill falls between many of them
@@ -48,7 +48,7 @@ def start(db: Path, *paths: Path, commit_rows: int = COMMIT_ROWS, max_line: int 
     args = [a for p in paths for a in ("--gateway-log", str(p))]
     return subprocess.Popen([sys.executable, "-c", HARNESS, str(commit_rows), str(max_line), str(stall),
                              "--db", str(db), "collect", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_able)
 
 
 def finish(p: subprocess.Popen, timeout: float = 120) -> tuple[int, str]:

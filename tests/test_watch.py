@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from conftest import FIXTURES, ROOT, q, run_cli
+from conftest import FIXTURES, ROOT, ctrl_c_able, q, run_cli
 
 from auditor.sources.replay import ReplayServer
 
@@ -249,7 +249,8 @@ def test_loop_prints_only_what_changed_and_ctrl_c_exits_130(db):
     with ReplayServer(W / "loop") as server:
         p = subprocess.Popen([sys.executable, "-m", "auditor", "--db", str(db), "watch", "--interval", "300ms",
                               *sources(server.url)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=ROOT, env={"COLUMNS": "200", "NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+                             cwd=ROOT, env={"COLUMNS": "200", "NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
+                             preexec_fn=ctrl_c_able)
         seen: list[str] = []
         reader = threading.Thread(target=lambda: seen.extend(p.stdout), daemon=True)
         reader.start()
