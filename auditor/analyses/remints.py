@@ -49,9 +49,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from ..result import Finding, Result, Table, utc, utc_text
 from ..store import Store
@@ -449,7 +450,7 @@ def _reason(life: dict[str, Any]) -> str | None:
 def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions,
              lives: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
     """The deactivation of one escrow, classified with its evidence; None if it has none."""
-    end = _end_of_life(life)
+    end = life["end_of_life"]
     if end is None:
         return None
     kind, t = end
@@ -638,8 +639,6 @@ def _active(life: dict[str, Any], t: datetime, lives: dict[int, dict[str, Any]])
         born = utc(other["minted_at"] or other["first_seen"])
         if born is None or born > t:
             continue
-        if "end_of_life" not in other:      # once per escrow: each deactivation asks it of all the model's
-            other["end_of_life"] = _end_of_life(other)
         if other["end_of_life"] is not None and other["end_of_life"][1] <= t:
             continue
         yield other
@@ -870,7 +869,7 @@ def _moments(lives: dict[int, dict[str, Any]], uses: Uses, opts: RemintOptions) 
             out.append((life["escrow"], utc(life["low_at"])))
 
     for life in lives.values():
-        end = _end_of_life(life)
+        end = life["end_of_life"]
         if end is None or end[0] != "request":
             continue
         f = _trigger(life, end[1], uses)
@@ -916,6 +915,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
     uses = Uses(store, untimed.place_requests(store.query("remints_requests")))
     untimed.place_lives(lives)
+    for life in lives.values():     # once per escrow: each deactivation asks it of all its model's escrows
+        life["end_of_life"] = _end_of_life(life)
     uses.ask(_moments(lives, uses, opts))
     all_deacts = {eid: d for eid, life in lives.items() if (d := classify(life, uses, spans, opts, lives))}
     for eid, d in all_deacts.items():
