@@ -1,10 +1,11 @@
 -- hedging_race_attempts: the attempts of the hedged races of queries/hedging_races.sql (the
--- same range) whose request is in $requests, one row per attempt, each race's primary first,
--- with what was known about its host before the race was dispatched (views/hedge_priors.sql:
--- the receipt and first-token quartiles of the host's latest 256 samples in the hour before
--- the race, the gateway's perf window). latency_ms: the race's start -> this attempt's first
--- token. Python uses these rows as they are for the per-race list; the counts over every race
--- (predictability, counterfactuals) are queries/hedging_predictions.sql's.
+-- same range) whose request is in $requests (NULL: every race of the range), one row per
+-- attempt, each race's primary first, with what was known about its host before the race was
+-- dispatched (views/hedge_priors.sql: the receipt and first-token quartiles of the host's
+-- latest 256 samples in the hour before the race, the gateway's perf window). latency_ms: the
+-- race's start -> this attempt's first token. Python uses these rows as they are for the
+-- per-race list; the counts over every race (predictability, counterfactuals) are
+-- queries/hedging_predictions.sql's.
 -- Reads: hedge_attempts, hedge_races, hedge_priors.
 WITH races AS (
     SELECT request FROM hedge_races
@@ -12,7 +13,7 @@ WITH races AS (
       AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
       AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
       AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
-      AND request IN (SELECT unnest($requests))
+      AND ($requests IS NULL OR request IN (SELECT unnest($requests)))
 ), timed AS (
     SELECT t.*, CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL
                      THEN epoch_ms(t.started_ts) - epoch_ms(t.race_ts) END AS start_offset_ms

@@ -381,9 +381,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     totals = _totals(total, facts, predictions, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
-    races = _listed_races(store, args, None if options.all_races else RACES_LISTED)
-    by_waste = _most_waste(races)
-    listed = [_race_json(r) for r in races]
+    listed = [_race_json(r) for r in _listed_races(store, args, None if options.all_races else RACES_LISTED)]
     in_range = total["hedged_races"]
     data = {
         "epoch": epoch,
@@ -408,7 +406,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     findings = [f for f in _findings(hosts, beaten, pred, unresp, model_of, query_args)
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
     header = _header(what, since, until, totals, pred, unresp_data)
-    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste, in_range, unresp_data,
+    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp_data,
                      notes)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
@@ -576,8 +574,8 @@ def _listed_races(store: Any, args: dict[str, Any], listed: int | None) -> list[
     races = store.query("hedging_races", **args, listed=listed)
     if not races:
         return []
-    attempts = store.query("hedging_race_attempts", **args, requests=[r["request"] for r in races])
-    return group_races(races, attempts)
+    requests = None if listed is None else [r["request"] for r in races]      # None: every race of the range
+    return group_races(races, store.query("hedging_race_attempts", **args, requests=requests))
 
 
 def _most_waste(races: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -596,7 +594,7 @@ def _unavailable(epoch: int | None, reason: str) -> Result:
                   coverage={"sources": ["gateway_log"], "missing": [reason]}, unavailable=reason)
 
 
-def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste, races, unresp, notes) -> list[Table]:
+def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp, notes) -> list[Table]:
     host_cols = ["host", "label", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
                  "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
                  "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
@@ -638,7 +636,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste
                  priority=["remedy", "attempt_seconds_saved", "attempts_saved", "latency_added_seconds", "would_fail"],
                  notes=[f"{s['remedy']}: {s['applies_to']}; " + "; ".join(s["assumptions"]) for s in cfs]
                  + ["thresholds: " + ", ".join(f"{k}={v}" for k, v in thresholds().items())])
-    top = [_race_json(r) for r in by_waste[:RACE_TABLE_ROWS]]
+    top = _most_waste(listed)[:RACE_TABLE_ROWS]
     race_rows = []
     for r in top:
         losers = [a for a in r["attempts"] if a["wasted"]]
@@ -649,7 +647,7 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, by_waste
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
-    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {races}; the JSON lists {RACES_LISTED}, all with --all-races)",
+    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {in_range}; the JSON lists {RACES_LISTED}, all with --all-races)",
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
                     notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"],
