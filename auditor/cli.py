@@ -199,7 +199,7 @@ def _collect(store, sources, epochs) -> int:
     from .report.collect_report import print_collect_reports
 
     with resolved(sources) as s:
-        reports = collect(store, s, epochs, Progress(quiet=state.quiet), refresh=sources.refresh)
+        reports = collect(store, s, epochs, store.progress or Progress(quiet=state.quiet), refresh=sources.refresh)
     print_collect_reports(reports, quiet=state.quiet)
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 

@@ -218,28 +218,25 @@ class Store:
                 self.con.execute(f"DROP TABLE IF EXISTS main.{name}")
                 self.con.execute("DELETE FROM lines_state WHERE name = ?", [name])
 
-    def keep_lines(self, progress: Any = None) -> int:
+    def keep_lines(self) -> int:
         """Bring every line table up to date with log_events: read the rows added since it
         last read (log_events only grows, rows in the order stored: see 009), in one
         transaction. Returns the log_events rows read (0 when all were up to date). Collecting
         gateway logs calls it at the end; every opening of the store for writing, too (a store
         collected by an older auditor, or a collect stopped before that step)."""
-        total, behind = self._lines_behind()
+        total = self._one("SELECT count(*) FROM log_events")[0]
+        behind = self.con.execute("SELECT name, rows_read FROM lines_state WHERE rows_read < ?", [total]).fetchall()
         if not behind or self.read_only:
             return 0
         files = line_tables()
         rows = total - min(r for _, r in behind)
-        with self._step(f"reading {rows:,} log lines into the line tables", progress), self.transaction():
+        with self._step(f"reading {rows:,} log lines into the line tables"), self.transaction():
             for name, rows_read in behind:
                 self.executed[f"lines:{name}"] += 1
                 self.con.execute(f"INSERT INTO main.{name} SELECT * FROM (WITH log_events AS "
                                  f"(SELECT * FROM main.log_events WHERE rowid >= {int(rows_read)}) {files[name]})")
                 self.con.execute("UPDATE lines_state SET rows_read = ? WHERE name = ?", [total, name])
         return rows
-
-    def _lines_behind(self) -> tuple[int, list[tuple[str, int]]]:
-        total = self._one("SELECT count(*) FROM log_events")[0]
-        return total, self.con.execute("SELECT name, rows_read FROM lines_state WHERE rows_read < ?", [total]).fetchall()
 
     def create_views(self) -> None:
         """Define every view of ``queries/views/`` (when their text changed since the last
@@ -307,11 +304,9 @@ class Store:
             self.replace("derived_state", {"name": view}, [{"name": view, "views_digest": stamp[0],
                                                             "log_events": stamp[1], "built_at": utcnow()}])
 
-    def _step(self, what: str, progress: Any = None):
-        """A step of the store's own long work, shown by ``progress`` (else the store's) when
-        there is one."""
-        progress = progress or self.progress
-        return progress.task(what, None) if progress is not None else nullcontext()
+    def _step(self, what: str):
+        """A step of the store's own long work, shown by its ``progress`` when it has one."""
+        return self.progress.task(what, None) if self.progress is not None else nullcontext()
 
     @contextmanager
     def registered(self, name: str, table: Any) -> Iterator[None]:

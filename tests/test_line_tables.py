@@ -113,7 +113,7 @@ def test_lines_left_behind_by_a_stopped_collect_are_read_when_the_store_opens(wh
     (Ctrl-C, a crash): the next opening of the store reads those lines from log_events."""
     import auditor.store
 
-    monkeypatch.setattr(auditor.store.Store, "keep_lines", lambda self, progress=None: 0)
+    monkeypatch.setattr(auditor.store.Store, "keep_lines", lambda self: 0)
     db = tmp_path / "stopped.duckdb"
     _collect(db, *EVERY_FORMAT, H / "incident.log")
     with duckdb.connect(str(db), read_only=True) as con:

@@ -100,7 +100,7 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
                         raise
                     ing.run.missing(t.given, f"stopped by an unexpected error ({type(exc).__name__}: {exc}); "
                                             f"what was stored before it is kept")
-            _keep_lines(store, progress)
+            _keep_lines(store)
         except Exception:
             # DuckDB (and Arrow inside it) turn Ctrl-C during a query into an error of their
             # own ("Query interrupted"); every commit is whole, so the store holds what was
@@ -118,11 +118,12 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
     return report
 
 
-def _keep_lines(store: Store, progress: Progress) -> None:
+def _keep_lines(store: Store) -> None:
     """Read the lines just stored into the line tables (queries/lines/), once, here: every
-    analysis after reads their typed rows instead of parsing log_events' fields again."""
+    analysis after reads their typed rows instead of parsing log_events' fields again (the
+    store's progress says so; nothing when nothing new was stored)."""
     try:
-        store.keep_lines(progress)          # nothing new stored: nothing to do, nothing said
+        store.keep_lines()
     except (duckdb.Error, StoreError) as exc:
         raise SourceError(f"the gateway log lines are stored, but the line tables could not be brought up to "
                           f"date ({str(exc).splitlines()[0]}); the next command that opens the store tries again"
