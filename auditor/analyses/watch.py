@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -66,7 +66,7 @@ def _p0(gov: Decimal | None, rows: Iterable[tuple[int, int]]) -> P0Result:
 
 
 
-def _resolved(want: str, known: Mapping[str, Any]) -> str:
+def _resolved(want: str, known: Collection[str]) -> str:
     """``--participant`` as one address of the reading: the full address, or the label the
     tables print (its last 8 characters, or ``gonka1…xxxxxxxx``) when exactly one fits; none
     or several is one usage line, as for every other command."""
@@ -363,7 +363,8 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
     if not rows:
         return Result.missing_input(KEY, title, f"no watch readings of epoch {epoch} are stored "
                                                 f"(auditor watch stores one per reading)", ["watch"])
-    wanted = {_resolved(want, {r["participant"]: r for r in rows}) for want in WatchOptions.of(options).participants}
+    known = {r["participant"] for r in rows}
+    wanted = {_resolved(want, known) for want in WatchOptions.of(options).participants}
     rows = [r for r in rows if not wanted or r["participant"] in wanted]
     mt = misstest_facts(Run(store, epoch))
     verdicts = {} if mt.unavailable else {p: a["verdict"] for p, a in mt.by_participant().items()}
