@@ -469,6 +469,6 @@ def test_the_json_lists_the_races_with_most_waste_and_says_where_the_rest_are(in
     assert (listed["listed"], listed["of"]) == (5, len(whole["races"])) and "most" in listed["which"]
     query = shlex.split(listed["all"].split("so does ", 1)[1].split(" (their")[0])
     assert query[:2] == ["auditor", "sql"]
-    assert run_json("sql", query[2], "--format", "json", db=db)["rows"].__len__() == listed["of"]
+    assert len(run_json("sql", query[2], "--format", "json", db=db)["rows"]) == listed["of"]
     everything = run_json("hedging", "--offline", *RANGE, "--all-races", "--format", "json", db=db)
     assert everything["races"] == whole["races"] and everything["races_listed"]["which"] == "all"
