@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -46,13 +47,15 @@ def python_of(auditor: str) -> str:
     return Path(auditor).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
 
 
-def byte_compile(auditor: str) -> None:
+def byte_compile(auditor: str) -> Path:
     """Compile the ``auditor`` package that executable ``auditor`` runs, with its own python,
-    as pip does for a wheel install."""
-    python = python_of(auditor)
-    where = subprocess.run([python, "-c", "import auditor, os; print(os.path.dirname(auditor.__file__))"],
-                           check=True, capture_output=True, text=True, cwd=tempfile.gettempdir()).stdout.strip()
-    subprocess.run([python, "-m", "compileall", "-q", where], check=True, stdout=subprocess.DEVNULL)
+    as pip does for a wheel install (an editable install under PYTHONDONTWRITEBYTECODE=1 would
+    compile it on every start); its directory. Outside any checkout and without PYTHONPATH, so
+    that the install's own package is the one found."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import auditor, compileall, os; d = os.path.dirname(auditor.__file__); compileall.compile_dir(d, quiet=1); print(d)"
+    out = subprocess.run([python_of(auditor), "-c", code], env=env, cwd="/", check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip())
 
 
 def timed(cmd: list[str]) -> tuple[float, float]:

@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout, for tools/ and benchmarks/
 from benchmarks import day_log  # noqa: E402
+from benchmarks.bench_cli import byte_compile  # noqa: E402
 from tools.synth import parse_size  # noqa: E402
 
 SPAN = ["--since", "2026-09-22T18:09:15Z", "--until", "2026-09-23T19:15:00Z"]   # epoch 403's span
@@ -74,16 +75,6 @@ def measure(cmd: list, err_path: Path) -> dict[str, float]:
             raise SystemExit(f"{shlex.join(map(str, cmd))} exited {p.returncode}:\n"
                              f"{err.read().decode(errors='replace')[-1500:]}")
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss * 1024 / 1e6}
-
-
-def install_info(exe: str) -> tuple[str, Path]:
-    """The install's python and its auditor package, byte-compiled first as a wheel install is
-    (an editable install under PYTHONDONTWRITEBYTECODE=1 would compile it on every start)."""
-    python = Path(exe).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
-    out = subprocess.run([python, "-c", "import auditor, compileall, os; d = os.path.dirname(auditor.__file__); "
-                          "compileall.compile_dir(d, quiet=1); print(d)"], env=ENV, cwd="/", check=True,
-                         capture_output=True, text=True).stdout.strip()
-    return python, Path(out)
 
 
 def commit_of(pkg: Path) -> str | None:
@@ -190,21 +181,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--write-readme", action="store_true", help="put the table in benchmarks/README.md")
     args = ap.parse_args(argv)
-    if not args.auditor:
-        ap.error("no auditor on PATH: give --auditor PATH (this checkout's, e.g. .venv/bin/auditor)")
     sizes = args.sizes.split(",")
     base_sizes = args.baseline_sizes.split(",") if args.baseline_sizes else sizes[-1:]
     if args.baseline and not set(base_sizes) <= set(sizes):
         ap.error(f"--baseline-sizes {','.join(base_sizes)}: each must be one of --sizes {args.sizes}")
     if not args.auditor:
-        ap.error("no auditor on PATH: give --auditor EXE")
+        ap.error("no auditor on PATH: give --auditor PATH (this checkout's, e.g. .venv/bin/auditor)")
     d = args.dir.resolve()
     d.mkdir(parents=True, exist_ok=True)
     err, config = d / "last-stderr.txt", d / "empty.toml"
     config.write_text("")   # neither ./auditor.toml nor ~/.config/auditor's sources or defaults apply
     installs = {"this": args.auditor} | ({"baseline": args.baseline} if args.baseline else {})
     load_before, started = os.getloadavg(), datetime.now(timezone.utc)
-    info = {n: install_info(exe) for n, exe in installs.items()}
+    pkg = {n: byte_compile(exe) for n, exe in installs.items()}     # each install's auditor package
 
     def run(name: str, db: Path, *cmd) -> dict[str, float]:
         return measure([installs[name], "--config", config, "--db", db, *cmd], err)
@@ -257,11 +246,11 @@ def main(argv: list[str] | None = None) -> int:
                 ranged[n]["runs"].append(run(n, d / f"{n}-range.duckdb", *targets_range))
 
     # -- the report ---------------------------------------------------------------------------
-    this_commit = commit_of(info["this"][1]) or "unknown (not a git checkout)"
-    base = f"; baseline {args.baseline_commit} ({info['baseline'][1]})" if args.baseline else ""
+    this_commit = commit_of(pkg["this"]) or "unknown (not a git checkout)"
+    base = f"; baseline {args.baseline_commit} ({pkg['baseline']})" if args.baseline else ""
     load_after = os.getloadavg()
     out = [f"### A busy gateway's day: `bench_day.py`, {started:%Y-%m-%d %H:%M} UTC", "",
-           f"- Measured: auditor {this_commit} ({info['this'][1]}){base}.",
+           f"- Measured: auditor {this_commit} ({pkg['this']}){base}.",
            f"- Machine: `nproc` {os.cpu_count()}; load average (1, 5 min) {load_before[0]:.2f}, {load_before[1]:.2f} "
            f"at the start, {load_after[0]:.2f}, {load_after[1]:.2f} at the end.",
            "- Logs (`day_log.py`, seed 21, 24 h inside epoch 403's span): "
