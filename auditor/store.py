@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -445,22 +445,14 @@ class Store:
         return self._table(sql, params)[1]
 
     def _table(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None) -> tuple[list[str], list[dict[str, Any]]]:
-        """Columns, and rows as dicts. A TIMESTAMPTZ column is fetched as microseconds and made
-        a UTC datetime here: DuckDB builds each through the time zone database, four times
-        slower, and a busy day's requests are a million of them."""
-        rel = self.con.sql(sql, params=params or None)
-        if rel is None:                                   # not a query: nothing to fetch
+        """Columns, and rows as dicts. One ``execute``: the query is planned once (a relation,
+        ``con.sql``, plans it to learn its columns and again to run it, a third of a small
+        query's time over the views)."""
+        cur = self.con.execute(sql, params or None)
+        if cur.description is None:                      # not a query: nothing to fetch
             return [], []
-        cols = rel.columns
-        stamps = [c for c, typ in zip(cols, rel.types) if str(typ) == "TIMESTAMP WITH TIME ZONE"]
-        if stamps:
-            rel = rel.project(", ".join(f"epoch_us(#{i})" if c in stamps else f"#{i}" for i, c in enumerate(cols, 1)))
-        out = [dict(zip(cols, r)) for r in rel.fetchall()]
-        for c in stamps:
-            for row in out:
-                if (us := row[c]) is not None:
-                    row[c] = _EPOCH + timedelta(microseconds=us)
-        return cols, out
+        cols = [d[0] for d in cur.description]
+        return cols, [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def close(self) -> None:
         self.con.close()
@@ -491,7 +483,6 @@ def _arrow_type(pa, name: str):
 
 SMALL_INSERT = 64
 MEMORY_LIMIT = "1GB"     # DuckDB's buffers (Store._limit_resources)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def _literal(v: str | bool) -> str:
