@@ -6,8 +6,8 @@
 -- tally at a moment adds up those of the escrow's moments up to it (a million requests, a
 -- few thousand moments).
 --
--- The moments come in remints_moments (registered by the analysis): i, escrow, t (NULL: all
--- of the escrow's requests). Only requests with a time count here; those logged without one
+-- The moments come as two lists of the same length, $escrows and $times (a NULL time: all of
+-- the escrow's requests); i is a moment's place in them, from 0. Only requests with a time count here; those logged without one
 -- (remints_requests.sql) are placed by the analysis and added there.
 --
 -- Answers, per moment, over the escrow's requests with first_ts < t:
@@ -21,8 +21,11 @@
 --   served_bytes_unknown          served requests whose input bytes are not logged (their
 --                                 reservation, so the sum, is unknown);
 --   succeeded, last_succeeded     requests that succeeded, and the latest time among them.
--- Reads: log_requests, log_request_lines, remints_moments.
-WITH m AS (SELECT i, escrow, coalesce(t, 'infinity'::TIMESTAMPTZ) AS t FROM remints_moments),
+-- Reads: log_requests, log_request_lines.
+WITH m AS (
+    SELECT unnest(range(len($escrows::BIGINT[]))) AS i, unnest($escrows::BIGINT[]) AS escrow,
+           coalesce(unnest($times::TIMESTAMPTZ[]), 'infinity'::TIMESTAMPTZ) AS t
+),
 req AS (
     SELECT request, escrow, first_ts AS ts, NOT coalesce(insufficient_balance, false) AS served,
            input_bytes, greatest(coalesce(attempts, 0), 1) AS attempts, outcome

@@ -225,13 +225,7 @@ class Uses:
         todo = [m for m in dict.fromkeys(moments) if m not in self._tallies]
         if not todo:
             return
-        import pyarrow as pa
-
-        table = pa.table({"i": pa.array(range(len(todo)), pa.int64()),
-                          "escrow": pa.array([e for e, _ in todo], pa.int64()),
-                          "t": pa.array([t for _, t in todo], pa.timestamp("us", tz="UTC"))})
-        with self.store.registered("remints_moments", table):
-            rows = self.store.query("remints_request_tallies")
+        rows = self.store.query("remints_request_tallies", escrows=[e for e, _ in todo], times=[t for _, t in todo])
         for row in rows:
             eid, t = todo[row.pop("i")]
             tally = Tally(**{**row, "last": utc(row["last"]), "last_succeeded": utc(row["last_succeeded"])})
