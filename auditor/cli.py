@@ -234,16 +234,18 @@ def _analyse(a, call, sources, out: Output) -> None:
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
         call = _resolved_participant(store, call)
-        if call.run is not None:
-            with a.reading(store):
+        # written in the same block: a long list (--all-races) is read from the store, and
+        # from the analysis's kept tables, as it is written
+        with a.reading(store):
+            if call.run is not None:
                 result = call.run(store, call.epoch, call.options)
-        else:
-            result = a.run(store, call.epoch, call.options)     # it makes its one run
-    if result.unavailable and not result.parts:
-        raise SourceError(result.unavailable)
-    # one participant's report is its full detail: nothing shortened or dropped (issue 12)
-    wide = out.wide or getattr(call.options, "participant", None) is not None
-    render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
+            else:
+                result = a.run(store, call.epoch, call.options)     # it makes its one run
+            if result.unavailable and not result.parts:
+                raise SourceError(result.unavailable)
+            # one participant's report is its full detail: nothing shortened or dropped (issue 12)
+            wide = out.wide or getattr(call.options, "participant", None) is not None
+            render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_OK, EXIT_SOURCE
@@ -70,6 +70,27 @@ class Table:
 
     def failed(self, row: dict[str, Any]) -> bool:
         return bool(self.failing and self.failing(row))
+
+
+class Stream:
+    """A long list in a result's data that the result does not hold: its ``count`` items are
+    made when the JSON writer reaches them, a page at a time (``hedging --all-races``: every
+    race of a busy day, 220 k of them, a gigabyte as Python objects). ``pages()`` yields lists
+    of items; it reads the store, so the result is written before the store is closed."""
+
+    def __init__(self, count: int, pages: Callable[[], Iterator[list[Any]]]) -> None:
+        self.count, self._pages = count, pages
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Any]:
+        made = 0
+        for page in self._pages():
+            made += len(page)
+            yield from page
+        if made != self.count:      # the list would contradict the count written beside it
+            raise RuntimeError(f"a streamed list made {made} items, not the {self.count} it announced")
 
 
 @dataclass

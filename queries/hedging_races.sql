@@ -3,7 +3,8 @@
 -- its decision, primary, winner and whether the hedge rescued the primary. $listed (NULL:
 -- every race) keeps the $listed races with the most wasted work (hedge_races.wasted_ms, the
 -- Σ of its attempts' wasted_ms, none counting 0; ties: the earlier race). Their attempts are
--- queries/hedging_race_attempts.sql; Python joins the two into the per-race list.
+-- queries/hedging_race_attempts.sql; Python joins the two into the per-race list. $page races
+-- from the $offset-th on (NULL, 0: all), for a list written a page at a time (--all-races).
 -- Reads: hedge_races.
 WITH r AS (
     SELECT request, race_ts, escrow, model, decision, delay_ms, primary_nonce, primary_inferred,
@@ -16,4 +17,4 @@ WITH r AS (
 ), most AS (
     SELECT * FROM r ORDER BY wasted_ms DESC, race_ts NULLS LAST, request LIMIT $listed
 )
-SELECT * EXCLUDE (wasted_ms) FROM most ORDER BY race_ts NULLS LAST, request;
+SELECT * EXCLUDE (wasted_ms) FROM most ORDER BY race_ts NULLS LAST, request LIMIT $page OFFSET $offset;

@@ -392,3 +392,22 @@ def test_json_writer_long_list_one_item_per_line(items):
     text = to_json({"races": items})
     assert json.loads(text) == {"races": items}
     assert len(text.split("\n")) == len(items) + 4          # {, "races": [, one line each, ], }
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5) | st.none(), max_size=4),
+                max_size=130), st.integers(1, 40))
+def test_json_writer_streamed_list_is_the_list(items, per_page):
+    """A Stream (a list a result does not hold, made a page at a time as it is written) is
+    written exactly as the list it makes, whatever the pages; one that makes fewer or more
+    items than it announced fails rather than contradict its count."""
+    from auditor.report.render import to_json
+    from auditor.result import Stream
+
+    def pages(items=items):
+        return (items[i:i + per_page] for i in range(0, len(items) + 1, per_page))
+
+    assert to_json({"races": Stream(len(items), pages), "n": 1}) == to_json({"races": items, "n": 1})
+    for wrong in {len(items) + 1, max(len(items) - 1, 1)} - {len(items)}:
+        with pytest.raises(RuntimeError, match="announced"):
+            to_json({"races": Stream(wrong, pages)})

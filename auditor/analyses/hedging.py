@@ -17,13 +17,15 @@ their attempts, and builds the findings.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..errors import UsageError
-from ..result import Finding, Result, Table, utc, utc_text
+from ..result import Finding, Result, Stream, Table, utc, utc_text
 from . import cpoc
 from .context import Run, run_for
 from .frame import Options
@@ -49,6 +51,7 @@ SPEEDUP_DECISIONS = ("pairwise_budgeted_speedup", "secondary_faster")
 AB_DECISION = "pairwise_ab_sample"
 RACE_TABLE_ROWS = 50         # the terminal / md / html tables show the races with the most waste ...
 RACES_LISTED = 100           # ... and the JSON lists as many (those with most waste), unless --all-races
+RACES_PER_PAGE = 20_000      # --all-races writes the races this many at a time
 BEATEN_TABLE_ROWS = 5        # ... and the commonest winners over each primary; --format json has every row
 
 
@@ -381,8 +384,9 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     totals = _totals(total, facts, predictions, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
-    listed = [_race_json(r) for r in _listed_races(store, args, None if options.all_races else RACES_LISTED)]
+    listed = [_race_json(r) for r in _listed_races(store, args, RACES_LISTED)]
     in_range = total["hedged_races"]
+    races = Stream(in_range, lambda: _race_pages(store, args)) if options.all_races else listed
     data = {
         "epoch": epoch,
         "available": True,
@@ -395,10 +399,10 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
         "predictability": pred,
         "primary_unresponsive": unresp_data,
         "counterfactuals": cfs,
-        "races": listed,
-        "races_listed": {"listed": len(listed), "of": in_range,
-                         "which": "all" if len(listed) == in_range else f"the {len(listed)} with the most "
-                                                                              "wasted work, in time order",
+        "races": races,
+        "races_listed": {"listed": len(races), "of": in_range,
+                         "which": "all" if len(races) == in_range else f"the {len(races)} with the most "
+                                                                            "wasted work, in time order",
                          "all": _all_races_hint(since, until)},
         "thresholds": thresholds(),
         "notes": notes,
@@ -568,14 +572,25 @@ def _all_races_hint(since: datetime | None, until: datetime | None) -> str:
             "(their attempts: hedge_attempts)")
 
 
-def _listed_races(store: Any, args: dict[str, Any], listed: int | None) -> list[dict[str, Any]]:
+def _listed_races(store: Any, args: dict[str, Any], listed: int | None, page: int | None = None,
+                  offset: int = 0) -> list[dict[str, Any]]:
     """The hedged races of the range the JSON lists, in time order, with their attempts: the
-    ``listed`` with the most wasted work, or every one (None)."""
-    races = store.query("hedging_races", **args, listed=listed)
+    ``listed`` with the most wasted work, or every one (None); ``page`` of them from the
+    ``offset``-th on (None: all)."""
+    races = store.query("hedging_races", **args, listed=listed, page=page, offset=offset)
     if not races:
         return []
-    requests = None if listed is None else [r["request"] for r in races]      # None: every race of the range
-    return group_races(races, store.query("hedging_race_attempts", **args, requests=requests))
+    return group_races(races, store.query("hedging_race_attempts", **args, requests=[r["request"] for r in races]))
+
+
+def _race_pages(store: Any, args: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    """Every hedged race of the range, as the JSON lists them, RACES_PER_PAGE at a time
+    (``--all-races``: a busy day's 220 k races are never held at once)."""
+    for offset in itertools.count(0, RACES_PER_PAGE):
+        page = _listed_races(store, args, None, RACES_PER_PAGE, offset)
+        yield [_race_json(r) for r in page]
+        if len(page) < RACES_PER_PAGE:
+            return
 
 
 def _most_waste(races: list[dict[str, Any]]) -> list[dict[str, Any]]:

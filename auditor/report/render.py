@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..result import Finding, Result, Table, ranked, utc_text
+from ..result import Finding, Result, Stream, Table, ranked, utc_text
 from .text import csv_cell
 
 
@@ -45,44 +46,45 @@ def to_json(data: Any) -> str:
     list (every race of a 1 GB log) are each written compact on a line of their own: one
     item per line still reads and greps, and the C encoder writes it ~10x faster than the
     pure-Python indenting one."""
-    out: list[str] = []
-    _pretty(data, 0, out)
-    return "".join(out)
+    return "".join(json_pieces(data))
 
 
 _COMPACT = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _pretty(v: Any, level: int, out: list[str]) -> None:
+def json_pieces(v: Any, level: int = 0) -> Iterator[str]:
+    """``to_json``'s text in pieces, in order: what ``emit`` writes as they come, so that a
+    ``Stream`` in the data (a list the result does not hold) is written a page at a time and
+    the whole text is never held either."""
     if v is None or isinstance(v, (str, int, float)):
-        out.append(_COMPACT.encode(v))
+        yield _COMPACT.encode(v)
     elif isinstance(v, dict):
         if not v:
-            out.append("{}")
+            yield "{}"
             return
         pad, last = "  " * (level + 1), len(v) - 1
-        out.append("{\n")
+        yield "{\n"
         for i, (k, x) in enumerate(v.items()):
-            out.append(f"{pad}{_COMPACT.encode(k if isinstance(k, str) else json.dumps(k))}: ")
-            _pretty(x, level + 1, out)
-            out.append(",\n" if i < last else "\n")
-        out.append("  " * level + "}")
-    elif isinstance(v, list):
-        if not v:
-            out.append("[]")
+            yield f"{pad}{_COMPACT.encode(k if isinstance(k, str) else json.dumps(k))}: "
+            yield from json_pieces(x, level + 1)
+            yield ",\n" if i < last else "\n"
+        yield "  " * level + "}"
+    elif isinstance(v, (list, Stream)):
+        if not len(v):
+            yield "[]"
             return
         pad, last, long = "  " * (level + 1), len(v) - 1, len(v) > LONG_LIST
-        out.append("[\n")
+        yield "[\n"
         for i, x in enumerate(v):
-            out.append(pad)
+            yield pad
             if long:
-                out.append(_COMPACT.encode(x))
+                yield _COMPACT.encode(x)
             else:
-                _pretty(x, level + 1, out)
-            out.append(",\n" if i < last else "\n")
-        out.append("  " * level + "]")
+                yield from json_pieces(x, level + 1)
+            yield ",\n" if i < last else "\n"
+        yield "  " * level + "]"
     else:                                   # Decimal, datetime, tuple, set, a to_dict() object
-        _pretty(json_default(v), level, out)
+        yield from json_pieces(json_default(v), level)
 
 
 def cell(v: Any) -> str:
@@ -238,8 +240,15 @@ def render(result: Result, fmt: str, view: View = View()) -> str:
 
 def emit(result: Result, fmt: str, output: Path | None = None, view: View = View()) -> None:
     """Print the report, or write it to ``output`` atomically (a temp file beside it, then
-    a rename), so a reader never sees half a report."""
-    if output is not None:
+    a rename), so a reader never sees half a report. JSON is written as it is made
+    (``json_pieces``)."""
+    if fmt == "json":
+        pieces = itertools.chain(json_pieces(result.to_json()), ["\n"])
+        if output is not None:
+            write_atomic(output, pieces)
+        else:
+            sys.stdout.writelines(pieces)
+    elif output is not None:
         write_atomic(output, render(result, fmt, view))
     elif fmt == "table":
         from .table import print_table
@@ -249,14 +258,14 @@ def emit(result: Result, fmt: str, output: Path | None = None, view: View = View
         sys.stdout.write(render(result, fmt, view))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` as a whole or not at all: a temp file beside it, then a
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces) to ``path`` as a whole or not at all: a temp file beside it, then a
     rename. A failure is one line naming the path and the cause (errors.cannot_write)."""
     write_all_atomic({Path(path): text})
 
 
-def write_all_atomic(files: dict[Path, str]) -> None:
-    """Write every file or none: each text goes to a temp file beside its path (fsynced),
+def write_all_atomic(files: dict[Path, str | Iterable[str]]) -> None:
+    """Write every file or none: each text (or its pieces, written as they come) goes to a temp file beside its path (fsynced),
     and only when all are written are they renamed into place, so a full disk leaves the
     files as they were (``report daily``'s json, md and html come together). Temp files
     are removed on any failure."""
@@ -274,7 +283,7 @@ def write_all_atomic(files: dict[Path, str]) -> None:
             os.chmod(temps[path], 0o666 & ~umask)       # as an ordinary file, not mkstemp's 0600
             # an undecodable byte of a path name (a surrogate) is written as \udcXX: the file stays UTF-8
             with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(text)
+                f.write(text) if isinstance(text, str) else f.writelines(text)
                 f.flush()
                 os.fsync(f.fileno())
         for path, tmp in temps.items():
