@@ -16,7 +16,9 @@ is complete): --runs times. Each command's FIRST run, which may build what the s
 runs on its own copy of the last store as collected, reported apart, not in the median. Then,
 after one untimed `epoch 403` on that store, --runs timed runs of every command, installs in
 turn (A B A B) so a noisy machine's drift hits both alike. The commands: `misstest`, `poc-overload`, `targets`, `remints` and `epoch` of 403, and `hedging`
-over 403's span, each `--offline --format json`, output discarded.
+over 403's span, with and without `--all-races` (every race in the JSON: the baseline, which
+had no flag and listed them all, has no row of its own for it), each `--offline --format json`,
+output discarded.
 
 `targets --epochs 403..409` needs 7 stored epochs, and the recording holds one (collecting
 others needs a node). So a range store holds epoch 403's chain and accounting rows 7 times:
@@ -52,7 +54,9 @@ from tools.synth import parse_size  # noqa: E402
 SPAN = ["--since", "2026-09-22T18:09:15Z", "--until", "2026-09-23T19:15:00Z"]   # epoch 403's span
 COMMANDS = {"misstest 403": ["misstest", "403"], "poc-overload 403": ["poc-overload", "403"],
             "targets 403": ["targets", "403"], "remints 403": ["remints", "403"],
-            "hedging (403's span)": ["hedging", *SPAN], "epoch 403": ["epoch", "403"]}
+            "hedging (403's span)": ["hedging", *SPAN], "epoch 403": ["epoch", "403"],
+            "hedging --all-races (403's span)": ["hedging", *SPAN, "--all-races"]}
+NEW = {"hedging --all-races (403's span)"}    # commands the baseline does not have (it listed every race)
 COLLECT, PROBE = "collect --gateway-log (fresh)", "collect --epoch 403 --replay … (the log's escrows)"
 LIMITS = {COLLECT: 20, "epoch 403": 15} | {c: 5 for c in list(COMMANDS)[:5]}
 RSS_LIMIT_MB = 1500
@@ -219,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 r[COLLECT]["runs"].append(run(n, db, "--quiet", "collect", "--gateway-log", log))
                 r[PROBE]["runs"].append(run(n, db, *replay))
         for c in COMMANDS:       # each first run on its own copy of the store as collected
-            for n in here:
+            for n in (n for n in here if n == "this" or c not in NEW):
                 first = d / f"{n}-{size}-first.duckdb"
                 shutil.copyfile(d / f"{n}-{size}.duckdb", first)
                 res[size, n][c]["first"] = run(n, first, *analysis[c])
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             run(n, d / f"{n}-{size}.duckdb", *analysis["epoch 403"])
         for _ in range(args.runs):
             for c in COMMANDS:
-                for n in here:
+                for n in (n for n in here if n == "this" or c not in NEW):
                     res[size, n][c]["runs"].append(run(n, d / f"{n}-{size}.duckdb", *analysis[c]))
         print(f"{size} done", file=sys.stderr, flush=True)
     span, ranged = f"{FIRST}..{LAST}", {}
