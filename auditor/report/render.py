@@ -259,16 +259,16 @@ def emit(result: Result, fmt: str, output: Path | None = None, view: View = View
 
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
-    """Write ``text`` (or its pieces) to ``path`` as a whole or not at all: a temp file beside it, then a
-    rename. A failure is one line naming the path and the cause (errors.cannot_write)."""
+    """Write ``text`` (or its pieces) to ``path`` as a whole or not at all: a temp file beside
+    it, then a rename. A failure is one line naming the path and the cause (errors.cannot_write)."""
     write_all_atomic({Path(path): text})
 
 
 def write_all_atomic(files: dict[Path, str | Iterable[str]]) -> None:
-    """Write every file or none: each text (or its pieces, written as they come) goes to a temp file beside its path (fsynced),
-    and only when all are written are they renamed into place, so a full disk leaves the
-    files as they were (``report daily``'s json, md and html come together). Temp files
-    are removed on any failure."""
+    """Write every file or none: each text (or its pieces, written as they come) goes to a temp
+    file beside its path (fsynced), and only when all are written are they renamed into place,
+    so a full disk leaves the files as they were (``report daily``'s json, md and html come
+    together). Temp files are removed on any failure."""
     for path in files:
         if path.is_dir():
             raise UsageError(f"{path} is a directory; give a file path")
