@@ -384,6 +384,8 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     totals = _totals(total, facts, predictions, hosts)
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
+    # the RACES_LISTED with the most waste: the JSON's list, and the race table's top
+    # RACE_TABLE_ROWS (the same with --all-races, whose list is written from the store)
     listed = [_race_json(r) for r in _listed_races(store, args, RACES_LISTED)]
     in_range = total["hedged_races"]
     races = Stream(in_range, lambda: _race_pages(store, args)) if options.all_races else listed
