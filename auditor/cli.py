@@ -192,14 +192,21 @@ def _db() -> Path:
     return state.db or default_db_path()
 
 
+def _progress():
+    """The command's one progress (bars on a terminal, log lines off one; nothing under
+    --quiet): the store it opens gets it, and its collect and long work report through it."""
+    from .progress import Progress
+
+    return Progress(quiet=state.quiet)
+
+
 def _collect(store, sources, epochs) -> int:
     """Collect and print each source's run report; 3 if anything is missing."""
     from .collect import collect, resolved
-    from .progress import Progress
     from .report.collect_report import print_collect_reports
 
     with resolved(sources) as s:
-        reports = collect(store, s, epochs, store.progress or Progress(quiet=state.quiet), refresh=sources.refresh)
+        reports = collect(store, s, epochs, store.progress, refresh=sources.refresh)
     print_collect_reports(reports, quiet=state.quiet)
     return 0 if all(r.complete for r in reports) else EXIT_SOURCE
 
@@ -220,7 +227,6 @@ def _analyse(a, call, sources, out: Output) -> None:
     above --fail-on, else 0. Without an epoch (an analysis over --since/--until) only the
     gateway sources are collected."""
     from .errors import SourceError, StoreError
-    from .progress import Progress
     from .report import render
     from .store import Store
 
@@ -229,7 +235,7 @@ def _analyse(a, call, sources, out: Output) -> None:
         # nothing to collect and nothing stored: say so, rather than make an empty store to read
         raise StoreError(f"no database at {db}; run `auditor collect` first, or give the source flags "
                          f"(--node, --gateway-log, ...) without --offline")
-    with Store(db, progress=Progress(quiet=state.quiet)) as store:
+    with Store(db, progress=_progress()) as store:
         code = 0
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
@@ -326,12 +332,11 @@ def collect(
       auditor collect --gateway-log '/var/log/gateway/app.log*' --accounting http://gw:9000
     """
     from .errors import UsageError
-    from .progress import Progress
     from .store import Store
 
     if sources.offline:
         raise UsageError("--offline: collect has nothing to do without its sources")
-    with Store(_db(), progress=Progress(quiet=state.quiet)) as store:
+    with Store(_db(), progress=_progress()) as store:
         code = _collect(store, sources, epoch)
     raise typer.Exit(code)
 
@@ -346,10 +351,9 @@ def _plain_call(epoch, participant):
 def _epoch_call(n, participant, since, until):
     from .analyses import epoch_report
     from .analyses.frame import Call, Options
-    from .progress import Progress
 
     def report(store, epoch, options):
-        return epoch_report.run(store, epoch, options, progress=Progress(quiet=state.quiet))
+        return epoch_report.run(store, epoch, options, progress=store.progress)
 
     return Call(n, Options(participant=participant, since=since, until=until), run=report)
 
@@ -473,7 +477,7 @@ def _watch_command(a) -> None:
         from .errors import UsageError
 
         if call.backtest is not None:
-            raise typer.Exit(watch.backtest(_db(), call, sources, out, _collect, command_line()))
+            raise typer.Exit(watch.backtest(_db(), call, sources, out, _collect, command_line(), progress=_progress()))
         if (_typed("gateway_log") and sources.gateway_logs) or (_typed("metrics") and sources.metrics):
             # typed ones only: auditor.toml and AUDITOR_GATEWAY_LOG serve the other commands too
             raise UsageError("watch reads the chain (--node), the accounting API (--accounting) and hosts "
@@ -532,11 +536,10 @@ def report_daily(
       auditor report daily --out reports --offline --date 2026-09-23
     """
     from . import daily
-    from .progress import Progress
 
     raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
                                fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
-                               progress=Progress(quiet=state.quiet), collect=_collect, command=command_line()))
+                               progress=_progress(), collect=_collect, command=command_line()))
 
 
 @app.command()

@@ -67,14 +67,15 @@ def _options(c: WatchCall, participants: tuple[str, ...] | None = None):
                         else participants)
 
 
-def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: str) -> int:
-    """``--backtest N``: collect epoch N (its settled verdicts) unless --offline, then the backtest."""
+def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: str, *, progress: Any) -> int:
+    """``--backtest N``: collect epoch N (its settled verdicts) unless --offline, then the
+    backtest; ``progress`` is the store's (what its collect reports through)."""
     from .analyses import watch
     from .report import render
     from .store import Store
 
     assert c.backtest is not None
-    with Store(db) as store:
+    with Store(db, progress=progress) as store:
         code = 0
         if not sources.offline and sources.any:
             code = collect(store, sources, [c.backtest])
