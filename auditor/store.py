@@ -5,8 +5,8 @@ order and recorded in ``schema_migrations``; they hold tables only. The line tab
 ``queries/lines/<name>.sql`` are typed rows of one kind of gateway log line (one row per
 line, its JSON fields read once), kept in step with log_events (``keep_lines``) and made
 again when its definition changed. The views the
-analyses read are ``queries/views/<name>.sql``, one each, re-created when a store
-opened for writing finds them changed. Analyses run the SQL files under
+analyses read are ``queries/views/<name>.sql``, one each (and the macros the queries share,
+``in_range``), re-created when a store opened for writing finds them changed. Analyses run the SQL files under
 ``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
 """
 

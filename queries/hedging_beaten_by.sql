@@ -9,8 +9,6 @@ SELECT primary_host, decision, winner_host, winner_start_reason,
        count(*) FILTER (WHERE primary_suppressed) AS primary_suppressed
 FROM hedge_races
 WHERE primary_lost
-  AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-  AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-  AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+  AND in_range(race_ts, $since, $until)
 GROUP BY ALL
 ORDER BY primary_host, races DESC, decision, winner_host, winner_start_reason NULLS LAST;

@@ -11,9 +11,7 @@ WITH a AS (
     SELECT *, (role = 'secondary' AND start_reason = decision) AS extra
     FROM hedge_attempts
     WHERE NOT probe
-      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+      AND in_range(race_ts, $since, $until)
 ), r AS (
     SELECT request, any_value(decision) AS decision,
            bool_or(extra) AS started, bool_or(extra AND winner) AS extra_won,

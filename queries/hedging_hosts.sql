@@ -23,9 +23,7 @@
 WITH a AS (
     SELECT * FROM hedge_attempts
     WHERE NOT probe
-      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+      AND in_range(race_ts, $since, $until)
 ), per AS (
     SELECT host AS label,
            count(*) FILTER (WHERE role = 'primary') AS primary_races,

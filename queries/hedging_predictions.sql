@@ -43,9 +43,7 @@ WITH races AS (
     SELECT request, decision, rescue, model, row_number() OVER (ORDER BY race_ts NULLS LAST, request) AS rn
     FROM hedge_races
     WHERE hedged
-      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+      AND in_range(race_ts, $since, $until)
 ), att AS MATERIALIZED (
     -- the attempts, each known by pos (its line), with what the rules read of it
     SELECT r.rn, t.file_id::BIGINT * 1000000000000 + t.line_no AS pos, t.host, t.role, t.nonce, t.winner, t.finished,

@@ -10,9 +10,7 @@
 WITH races AS (
     SELECT request FROM hedge_races
     WHERE hedged
-      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+      AND in_range(race_ts, $since, $until)
       AND ($requests IS NULL OR request IN (SELECT unnest($requests)))
 ), timed AS (
     SELECT t.*, CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL

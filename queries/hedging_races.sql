@@ -11,9 +11,7 @@ WITH r AS (
            rescue, winner_host, winner_role, coalesce(wasted_ms, 0) AS wasted_ms
     FROM hedge_races
     WHERE hedged
-      AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+      AND in_range(race_ts, $since, $until)
 ), most AS (
     SELECT * FROM r ORDER BY wasted_ms DESC, race_ts NULLS LAST, request LIMIT $listed
 )

@@ -9,14 +9,11 @@
 -- Reads: hedge_races, log_events (gateway_cache_hit).
 WITH r AS (
     SELECT * FROM hedge_races
-    WHERE ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-      AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+    WHERE in_range(race_ts, $since, $until)
 ), c AS (
     SELECT date_trunc('hour', min(ts)) AS hour, request FROM log_events
     WHERE kind = 'stage' AND name = 'gateway_cache_hit' AND request IS NOT NULL
-      AND ($since IS NULL OR ts >= CAST($since AS TIMESTAMPTZ))
-      AND ($until IS NULL OR ts < CAST($until AS TIMESTAMPTZ))
+      AND in_range(ts, $since, $until)
     GROUP BY request
 ), hits AS (
     SELECT hour, count(*) AS cache_hits FROM c GROUP BY GROUPING SETS ((), (hour))

@@ -11,7 +11,5 @@ SELECT request, race_ts, escrow, nonce AS primary_nonce, host AS primary_host, m
         AND (first_token_ts IS NOT NULL OR coalesce(content_chunks, 0) > 0)) AS false_positive
 FROM hedge_attempts
 WHERE role = 'primary' AND decision = 'primary_unresponsive'
-  AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-  AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
-  AND (($since IS NULL AND $until IS NULL) OR race_ts IS NOT NULL)
+  AND in_range(race_ts, $since, $until)
 ORDER BY race_ts, request;

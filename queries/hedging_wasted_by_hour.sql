@@ -9,7 +9,6 @@ SELECT date_trunc('hour', race_ts) AS hour,
        round(coalesce(sum(wasted_ms), 0) / 1000.0, 3) AS wasted_seconds
 FROM hedge_attempts
 WHERE NOT probe AND wasted AND race_ts IS NOT NULL
-  AND ($since IS NULL OR race_ts >= CAST($since AS TIMESTAMPTZ))
-  AND ($until IS NULL OR race_ts < CAST($until AS TIMESTAMPTZ))
+  AND in_range(race_ts, $since, $until)
 GROUP BY 1, 2
 ORDER BY 1, 2;

@@ -111,6 +111,7 @@ def _store(con: duckdb.DuckDBPyConnection, races) -> None:
 @pytest.fixture(scope="module")
 def con(tmp_path_factory):
     with duckdb.connect(str(tmp_path_factory.mktemp("predictions") / "h.duckdb")) as c:
+        c.execute((queries_dir() / "views" / "in_range.sql").read_text())     # the range rule the query calls
         yield c
 
 
