@@ -49,3 +49,21 @@ def test_insert_rejects_an_unknown_column(tmp_path):
             st.insert("t", [{"i": 1, "nope": 2}])
     finally:
         st.close()
+
+
+def test_a_wheel_ships_every_folder_of_queries():
+    """A wheel (``pip install .``, not editable) carries queries/ as ``auditor/queries``: each
+    folder of it must be a package of pyproject.toml with its SQL as package data. One that
+    is not is missing from the install: queries/lines/ was, and such a store had no line
+    tables for the views to read."""
+    import tomllib
+
+    from conftest import ROOT
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    top = ROOT / "queries"
+    folders = {".".join(("auditor", "queries", *d.relative_to(top).parts))
+               for d in [top, *top.rglob("*")] if d.is_dir() and d.name != "__pycache__"}
+    assert len(folders) >= 4
+    assert folders <= set(cfg["packages"])
+    assert {f: cfg["package-data"].get(f) for f in folders} == {f: ["*.sql"] for f in folders}
