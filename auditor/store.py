@@ -59,6 +59,17 @@ def line_tables() -> dict[str, str]:
     return _LINES
 
 
+_REFRESH: dict[str, str] = {}
+
+
+def _refresh_scripts() -> dict[str, str]:
+    """queries/refresh/<view>.sql by view: how a kept table is brought up to date with new log
+    lines (``Store.derived``); ``changed`` is what every one of them starts from."""
+    if not _REFRESH:
+        _REFRESH.update({f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "refresh").glob("*.sql"))})
+    return _REFRESH
+
+
 def default_db_path() -> Path:
     """``$AUDITOR_DB`` is resolved by the CLI; this is the fallback under the user's data dir."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
@@ -124,10 +135,14 @@ class Store:
         self._in_tx = False
         self._types: dict[str, dict[str, str]] = {}
         # how often each named query ran (by name), each SQL text an analysis ran ("sql:<text>")
-        # and each derived table was built ("derived:<view>") on this connection: tests check
+        # and each derived table was built ("derived:<view>"; "refreshed:<view>" when brought up
+        # to date rather than worked out whole) on this connection: tests check
         # that a run does its work once
         self.executed: Counter[str] = Counter()
         self._shadowed: Counter[str] = Counter()     # views read from their derived tables (derived)
+        # view -> the log_events row counts its last refresh on this connection went from and to
+        self._refreshed: dict[str, tuple[int, int] | None] = {}
+        self._changed: tuple[int, int] | None = None   # the same, of queries/refresh/changed.sql's tables
         if not read_only:
             try:
                 self.migrate()
@@ -291,18 +306,73 @@ class Store:
                     self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
 
     def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
-        """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``."""
+        """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``.
+
+        A table built from the same definitions and fewer lines is brought up to date by
+        ``queries/refresh/<view>.sql`` when there is one: only the rows the new lines can
+        change are worked out again, so a daily collect into a store of many days pays for the
+        day, not for the store. The tables it reads (``main.derived_<other>``) are brought up
+        to date first. It is worked out whole instead when the new lines are as many as those
+        it was built from (the whole is then as quick), and when its refresh reads the rows
+        another refresh replaced (``refresh_<other>_before``) but that refresh did not just
+        run from the same lines."""
         table = f"derived_{view}"
         built = self._one("SELECT views_digest, log_events FROM derived_state WHERE name = ?", [view])
         exists = self._one("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table])
         if built == stamp and exists:
             return
+        since = built[1] if exists and built is not None and built[0] == stamp[0] else None
+        script = _refresh_scripts().get(view) if since is not None and stamp[1] - since < since else None
+        if script is not None:
+            for other in re.findall(r"\{store\}\.derived_(\w+)", script):
+                if other != view:
+                    self._build_derived(other, stamp)
+            if any(self._refreshed.get(other) != (since, stamp[1])
+                   for other in re.findall(r"\brefresh_(\w+)_before\b", script) if other != view):
+                script = None
         self.executed[f"derived:{view}"] += 1
-        with self._step(f"working out {view} from the stored log (kept until more log is collected)"), \
-                self.transaction():
-            self.con.execute(f"CREATE OR REPLACE TABLE main.{table} AS SELECT * FROM main.{view}")
-            self.replace("derived_state", {"name": view}, [{"name": view, "views_digest": stamp[0],
-                                                            "log_events": stamp[1], "built_at": utcnow()}])
+        if script is not None:
+            self.executed[f"refreshed:{view}"] += 1
+        what = (f"bringing {view} up to date with {stamp[1] - since:,} new log lines" if script is not None
+                else f"working out {view} from the stored log")
+        made = re.findall(r"CREATE OR REPLACE TEMP (VIEW|TABLE) (\w+)", script or "")
+        try:
+            with self._step(f"{what} (kept until more log is collected)"), self.transaction():
+                if script is not None:
+                    self._refresh(script, since, stamp[1])
+                else:
+                    self.con.execute(f"CREATE OR REPLACE TABLE main.{table} AS SELECT * FROM main.{view}")
+                self.replace("derived_state", {"name": view}, [{"name": view, "views_digest": stamp[0],
+                                                                "log_events": stamp[1], "built_at": utcnow()}])
+        except BaseException:
+            self._changed = None        # its temporary tables went with the transaction
+            raise
+        finally:
+            # what the refresh made goes, but the rows it replaced (refresh_<view>_before, for a
+            # later refresh) and, for a view read from its kept table (derived), that view
+            for kind, name in dict.fromkeys(made):
+                if kind == "TABLE" and name != f"refresh_{view}_before":
+                    self.con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+                elif kind == "VIEW":
+                    self.con.execute(f"DROP VIEW IF EXISTS temp.{name}")
+                    if self._shadowed[name]:
+                        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM main.derived_{name}")
+        self._refreshed[view] = (since, stamp[1]) if script is not None else None
+
+    def _refresh(self, script: str, since: int, until: int) -> None:
+        """Run a refresh script of queries/refresh/ over the log lines from rowid ``since`` on
+        (``until`` rows in all), after ``changed`` (run once for every refresh of the same lines)."""
+        # {store}: the store's own tables, named in full (main.x would find the temporary view
+        # x of the same name first)
+        store = '"' + self._one("SELECT current_database()")[0].replace('"', '""') + '".main'
+
+        def run(sql: str) -> None:
+            self.con.execute(sql.replace("{since}", str(int(since))).replace("{store}", store))
+
+        if self._changed != (since, until):
+            run(_refresh_scripts()["changed"])
+            self._changed = (since, until)
+        run(script)
 
     def _step(self, what: str):
         """A step of the store's own long work, shown by its ``progress`` when it has one."""

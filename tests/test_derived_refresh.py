@@ -1,0 +1,129 @@
+"""Kept tables brought up to date (queries/refresh/, issue 21): when more log is collected, a
+kept table (``Store.derived``) is refreshed, only the rows the new lines can change worked out
+again. Whatever the pieces the log arrived in, and in whatever order, every kept table then
+holds what its view gives over the whole store, row for row, and the reports are those of a
+store that read the whole log at once."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import pytest
+
+from auditor.progress import Progress
+from auditor.sources.gatewaylog import ingest
+from auditor.store import Store
+from conftest import FIXTURES, run_cli, run_json
+
+KEPT = ("log_host_lines", "log_participants", "attempts", "log_ghosts", "hedge_attempts", "hedge_races",
+        "hedge_priors", "log_requests")
+# what each fixture log holds for the refreshes to get wrong: races, hedges, escalations and
+# priors (hedging), attempts and ghosts around a cPoC (poc-overload), every log format
+LOGS = {
+    "hedging": FIXTURES / "hedging" / "incident.log",
+    "poc-overload": FIXTURES / "poc-overload" / "gateway.log.gz",
+    "section12": FIXTURES / "gateway-logs" / "section12-docker.log",
+}
+
+
+def _lines(path: Path) -> list[bytes]:
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return data.splitlines(keepends=True)
+
+
+def _kept(store: Store) -> dict[str, list[tuple]]:
+    """Every kept table, brought up to date as an analysis would, its rows sorted."""
+    with store.derived(*KEPT):
+        return {v: _sorted(store.con.execute(f"SELECT * FROM main.derived_{v}").fetchall()) for v in KEPT}
+
+
+def _views(store: Store) -> dict[str, list[tuple]]:
+    """What each view gives over the whole store, worked out now (no kept table read)."""
+    return {v: _sorted(store.con.execute(f"SELECT * FROM main.{v}").fetchall()) for v in KEPT}
+
+
+def _sorted(rows: list[tuple]) -> list[tuple]:
+    return sorted(rows, key=repr)
+
+
+def _pieces(lines: list[bytes], rng: random.Random, n: int) -> list[list[bytes]]:
+    """``lines`` cut in ``n`` pieces: the first a half to two thirds of them, the rest at random
+    places (a refresh runs when the new lines are fewer than those already read)."""
+    first = rng.randint(len(lines) // 2, 2 * len(lines) // 3)
+    cuts = sorted(rng.sample(range(first + 1, len(lines)), n - 2)) if n > 2 else []
+    bounds = [0, first, *cuts, len(lines)]
+    return [lines[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@pytest.mark.parametrize("order", ["growing", "backwards"])
+@pytest.mark.parametrize("name", list(LOGS))
+def test_kept_tables_refreshed_piece_by_piece_are_the_views_over_the_whole_store(tmp_path, name, order):
+    """The log arrives in 4 pieces cut at random places, as a growing file (a request cut
+    between two collects) or as files collected latest first after the first (earlier lines
+    after later ones: a sample then changes the priors of races already read, in the hour
+    after it). After each collect every kept table is brought up to date, and at the end each
+    is its view over the whole store."""
+    rng = random.Random(f"{name} {order}")
+    pieces = _pieces(_lines(LOGS[name]), rng, 4)
+    growing = order == "growing"
+    order = [0, 1, 2, 3] if growing else [0, 3, 2, 1]
+    with Store(tmp_path / "pieces.duckdb") as st:
+        for k, i in enumerate(order):
+            path = tmp_path / ("growing.log" if growing else f"piece-{i}.log")
+            with open(path, "ab") as f:
+                f.writelines(pieces[i])
+            ingest(st, [str(path)], Progress(quiet=True))
+            _kept(st)
+            if k:    # every later collect refreshed the tables that have a refresh
+                assert {v for v in KEPT if st.executed[f"refreshed:{v}"]} >= {"attempts", "hedge_attempts",
+                                                                               "hedge_races", "hedge_priors",
+                                                                               "log_requests", "log_ghosts"}
+        assert sum(st.executed[f"refreshed:{v}"] for v in KEPT) >= 6 * 3
+        got, want = _kept(st), _views(st)
+    assert got == want
+    assert all(want[v] for v in ("attempts", "hedge_attempts", "hedge_races", "log_requests"))
+
+
+def test_a_refresh_changes_only_what_the_new_lines_touch(tmp_path):
+    """The refresh is not a rebuild in disguise: the kept rows of requests the new lines do
+    not name stay as they were stored (their rowids do not move)."""
+    lines = _lines(LOGS["hedging"])
+    cut = len(lines) * 3 // 4
+    log = tmp_path / "g.log"
+    log.write_bytes(b"".join(lines[:cut]))
+    with Store(tmp_path / "a.duckdb") as st:
+        ingest(st, [str(log)], Progress(quiet=True))
+        _kept(st)
+        before = dict(st.con.execute("SELECT request, rowid FROM derived_log_requests").fetchall())
+        with open(log, "ab") as f:
+            f.writelines(lines[cut:])
+        ingest(st, [str(log)], Progress(quiet=True))
+        _kept(st)
+        after = dict(st.con.execute("SELECT request, rowid FROM derived_log_requests").fetchall())
+        new = {r for (r,) in st.con.execute("SELECT DISTINCT request FROM refresh_requests").fetchall()}
+    kept = {r for r in before if r not in new}
+    assert kept and new - set(before)
+    assert {r: after[r] for r in kept} == {r: before[r] for r in kept}
+    assert st.executed["refreshed:log_requests"] == 1
+
+
+def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
+    """Through the CLI: the hedging report of a store that collected the incident log in two
+    runs, with a report between them, is the one of a store that read it at once."""
+    args = ("hedging", "--offline", "--since", "2026-10-23T11:00:00", "--until", "2026-10-23T13:00:00",
+            "--format", "json")
+    whole = tmp_path / "whole.duckdb"
+    assert run_cli("collect", "--gateway-log", str(LOGS["hedging"]), db=whole).returncode == 0
+    lines = _lines(LOGS["hedging"])
+    log, db = tmp_path / "g.log", tmp_path / "two.duckdb"
+    log.write_bytes(b"".join(lines[:len(lines) * 2 // 3]))
+    assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
+    run_json(*args, db=db)
+    with open(log, "ab") as f:
+        f.writelines(lines[len(lines) * 2 // 3:])
+    assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
+    r = run_cli(*args, db=db)
+    assert "bringing hedge_attempts up to date with" in r.stderr
+    assert run_json(*args, db=db) == run_json(*args, db=whole)
