@@ -9,8 +9,9 @@ real GLM hosts and the one the chain preserved: the demo's story
 analysis of `auditor epoch 403` over the bundled chain recording has work to do.
 
 `--shift K` writes the same day for epoch 403+K of a chain whose epochs repeat epoch 403,
-every height K x 15,391 blocks and every time K x 15,391 x 5.87 s later: bench_day.py's
-epochs 404.. for `targets --epochs`.
+every height K x 15,391 blocks and every time K x 15,391 x 5.87 s later, its escrows numbered
+from 97,300 + K x 100,000 (a gateway's escrow ids only grow: a later day's escrows are new, as
+on mainnet): bench_day.py's epochs 404.. for `targets --epochs`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def scenario(shift: int = 0) -> Scenario:
                     preserved=tuple(m.STORY["glm_preserved_cpoc"]), cpoc_windows=((m.TRIGGER + dt, m.VAL_END + dt),),
                     epoch=403 + shift,
                     first_block_height=6_214_805 + shift * EPOCH_BLOCKS,   # the recording's height at 18:30
-                    block_time_s=BLOCK_S, escrows=4)
+                    block_time_s=BLOCK_S, escrows=4, first_escrow_id=97_300 + shift * 100_000)
 
 
 def write(out: Path, size: int, seed: int = 21, shift: int = 0) -> dict:
