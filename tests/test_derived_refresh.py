@@ -127,3 +127,33 @@ def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
     r = run_cli(*args, db=db)
     assert "bringing hedge_attempts up to date with" in r.stderr
     assert run_json(*args, db=db) == run_json(*args, db=whole)
+
+
+def test_a_sample_that_moves_earlier_leaves_the_priors_of_a_later_race(tmp_path):
+    """A host's sample moves when a line collected later says it came earlier (a second
+    first_token line of its attempt): the races of the hour after where it was lose it, and
+    their kept priors are worked out again from the rows as they were (refresh_<view>_before),
+    not only from where it is now."""
+    small = (FIXTURES / "hedging" / "small.log").read_text().splitlines(keepends=True)
+    req = next(ln for ln in small if "stage=secondary_immediate_start" in ln).split("request=")[1].split()[0]
+    race = [ln for ln in small if f"request={req} " in ln]
+    assert race[0].startswith("2026/10/23 09:08:") and race[-1].startswith("2026/10/23 09:09:")
+    slow_first_token = next(ln for ln in race if "stage=first_token" in ln and "route=loser" in ln)
+    # the same race 1 h 10 min later on another escrow: its primary's window is 09:18:10 .. 10:18:10
+    later = [ln.replace("2026/10/23 09:0", "2026/10/23 10:1").replace(req, req + "-later")
+             .replace("escrow=758", "escrow=759") for ln in race]
+    moved = slow_first_token.replace("09:08:11.540000", "09:30:00.000000")   # inside that window
+    first = tmp_path / "first.log"
+    first.write_text("".join([ln for ln in race if ln != slow_first_token] + [moved] + later))
+    second = tmp_path / "second.log"
+    second.write_text(slow_first_token)          # the earlier first token: the sample is at 09:08:11
+    with Store(tmp_path / "moved.duckdb") as st:
+        ingest(st, [str(first)], Progress(quiet=True))
+        before = _kept(st)["hedge_priors"]
+        ingest(st, [str(second)], Progress(quiet=True))
+        got = _kept(st)["hedge_priors"]
+        want = _views(st)["hedge_priors"]
+        assert st.executed["refreshed:hedge_priors"] == 1
+    assert got == want != before
+    samples = {(r[2], r[6]) for r in want}           # (request, prior_samples)
+    assert (req + "-later", 0) in samples and (req + "-later", 1) in {(r[2], r[6]) for r in before}
