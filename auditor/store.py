@@ -6,8 +6,10 @@ order and recorded in ``schema_migrations``; they hold tables only. The line tab
 line, its JSON fields read once), kept in step with log_events (``keep_lines``) and made
 again when its definition changed. The views the
 analyses read are ``queries/views/<name>.sql``, one each (and the macros the queries share,
-``in_range``), re-created when a store opened for writing finds them changed. Analyses run the SQL files under
-``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
+``in_range``), re-created when a store opened for writing finds them changed. The rows of
+the views worked out over many lines are kept in ``derived_<view>`` tables (``derived``) and
+brought up to date with new lines by ``queries/refresh/<view>.sql``. Analyses run the SQL
+files under ``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
 """
 
 from __future__ import annotations
@@ -282,10 +284,10 @@ class Store:
     def derived(self, *views: str) -> Iterator[None]:
         """Within the block, each of ``views`` (views of queries/views/ over the gateway logs; a
         later one may read an earlier) is read from a table of its rows kept in the store,
-        ``derived_<view>``, instead of being worked out again. The table is rebuilt first when
-        it is stale: when log_events has gained rows, or the definitions changed, since it was
-        built (derived_state). Working out a busy day's attempts takes seconds; they change
-        only when logs are collected. Blocks nest: a view already read from its table stays so
+        ``derived_<view>``, instead of being worked out again. The table is brought up to date
+        first when log_events has gained rows since it was built, and built again when the
+        definitions changed (derived_state). Working out a busy day's attempts takes seconds;
+        they change only when logs are collected. Blocks nest: a view already read from its table stays so
         until the outermost block that asked for it ends."""
         stamp = (self._one("SELECT digest FROM schema_views")[0], self._one("SELECT count(*) FROM log_events")[0])
         entered: list[str] = []
@@ -306,36 +308,21 @@ class Store:
                     self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
 
     def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
-        """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``.
-
-        A table built from the same definitions and fewer lines is brought up to date by
-        ``queries/refresh/<view>.sql`` when there is one: only the rows the new lines can
-        change are worked out again, so a daily collect into a store of many days pays for the
-        day, not for the store. The tables it reads (``main.derived_<other>``) are brought up
-        to date first. It is worked out whole instead when the new lines are as many as those
-        it was built from (the whole is then as quick), and when its refresh reads the rows
-        another refresh replaced (``refresh_<other>_before``) but that refresh did not just
-        run from the same lines."""
+        """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``:
+        brought up to date with the lines stored since (``_refresh_script``), or worked out
+        whole."""
         table = f"derived_{view}"
         built = self._one("SELECT views_digest, log_events FROM derived_state WHERE name = ?", [view])
         exists = self._one("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table])
         if built == stamp and exists:
             return
         since = built[1] if exists and built is not None and built[0] == stamp[0] else None
-        script = _refresh_scripts().get(view) if since is not None and stamp[1] - since < since else None
-        if script is not None:
-            for other in re.findall(r"\{store\}\.derived_(\w+)", script):
-                if other != view:
-                    self._build_derived(other, stamp)
-            if any(self._refreshed.get(other) != (since, stamp[1])
-                   for other in re.findall(r"\brefresh_(\w+)_before\b", script) if other != view):
-                script = None
+        script = self._refresh_script(view, since, stamp)
         self.executed[f"derived:{view}"] += 1
         if script is not None:
             self.executed[f"refreshed:{view}"] += 1
         what = (f"bringing {view} up to date with {stamp[1] - since:,} new log lines" if script is not None
                 else f"working out {view} from the stored log")
-        made = re.findall(r"CREATE OR REPLACE TEMP (VIEW|TABLE) (\w+)", script or "")
         try:
             with self._step(f"{what} (kept until more log is collected)"), self.transaction():
                 if script is not None:
@@ -348,16 +335,37 @@ class Store:
             self._changed = None        # its temporary tables went with the transaction
             raise
         finally:
-            # what the refresh made goes, but the rows it replaced (refresh_<view>_before, for a
-            # later refresh) and, for a view read from its kept table (derived), that view
-            for kind, name in dict.fromkeys(made):
-                if kind == "TABLE" and name != f"refresh_{view}_before":
-                    self.con.execute(f"DROP TABLE IF EXISTS temp.{name}")
-                elif kind == "VIEW":
-                    self.con.execute(f"DROP VIEW IF EXISTS temp.{name}")
-                    if self._shadowed[name]:
-                        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM main.derived_{name}")
+            self._drop_made(script or "", keep=f"refresh_{view}_before")
         self._refreshed[view] = (since, stamp[1]) if script is not None else None
+
+    def _refresh_script(self, view: str, since: int | None, stamp: tuple[str, int]) -> str | None:
+        """How to bring ``derived_<view>``, built from the same definitions at ``since`` rows of
+        log_events, up to date: ``queries/refresh/<view>.sql``, when there is one. Only the rows
+        the new lines can change are worked out again, so a daily collect into a store of many
+        days costs the day, not the store. The kept tables it reads ({store}.derived_<other>)
+        are brought up to date first. None (work it out whole) without a table to refresh, when
+        the new lines are as many as those it was built from (the whole is then as quick), and
+        when the script reads the rows another refresh replaced (refresh_<other>_before) but
+        that refresh did not just run over the same lines on this connection."""
+        if since is None or stamp[1] - since >= since or view not in _refresh_scripts():
+            return None
+        script = _refresh_scripts()[view]
+        for other in dict.fromkeys(re.findall(r"\{store\}\.derived_(\w+)", script)):
+            if other != view:
+                self._build_derived(other, stamp)
+        before = [o for o in re.findall(r"\brefresh_(\w+)_before\b", script) if o != view]
+        return None if any(self._refreshed.get(o) != (since, stamp[1]) for o in before) else script
+
+    def _drop_made(self, script: str, keep: str) -> None:
+        """Drop the temporary tables and views ``script`` made, but ``keep`` (rows a later
+        refresh reads); a view read from its kept table (``derived``) is made so again."""
+        for kind, name in dict.fromkeys(re.findall(r"CREATE OR REPLACE TEMP (VIEW|TABLE) (\w+)", script)):
+            if kind == "TABLE" and name != keep:
+                self.con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+            elif kind == "VIEW":
+                self.con.execute(f"DROP VIEW IF EXISTS temp.{name}")
+                if self._shadowed[name]:
+                    self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM main.derived_{name}")
 
     def _refresh(self, script: str, since: int, until: int) -> None:
         """Run a refresh script of queries/refresh/ over the log lines from rowid ``since`` on
