@@ -57,20 +57,19 @@ def _pieces(lines: list[bytes], rng: random.Random, n: int) -> list[list[bytes]]
     return [lines[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@pytest.mark.parametrize("order", ["growing", "backwards"])
+@pytest.mark.parametrize("arrival", ["growing", "backwards"])
 @pytest.mark.parametrize("name", list(LOGS))
-def test_kept_tables_refreshed_piece_by_piece_are_the_views_over_the_whole_store(tmp_path, name, order):
+def test_kept_tables_refreshed_piece_by_piece_are_the_views_over_the_whole_store(tmp_path, name, arrival):
     """The log arrives in 4 pieces cut at random places, as a growing file (a request cut
     between two collects) or as files collected latest first after the first (earlier lines
     after later ones: a sample then changes the priors of races already read, in the hour
     after it). After each collect every kept table is brought up to date, and at the end each
     is its view over the whole store."""
-    rng = random.Random(f"{name} {order}")
+    rng = random.Random(f"{name} {arrival}")
     pieces = _pieces(_lines(LOGS[name]), rng, 4)
-    growing = order == "growing"
-    order = [0, 1, 2, 3] if growing else [0, 3, 2, 1]
+    growing = arrival == "growing"
     with Store(tmp_path / "pieces.duckdb") as st:
-        for k, i in enumerate(order):
+        for k, i in enumerate([0, 1, 2, 3] if growing else [0, 3, 2, 1]):
             path = tmp_path / ("growing.log" if growing else f"piece-{i}.log")
             with open(path, "ab") as f:
                 f.writelines(pieces[i])
