@@ -260,8 +260,11 @@ class Store:
         time) and drop views that are no longer defined there. A view that reads another
         (its file names it) is defined after it."""
         files = {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "views").glob("*.sql"))}
-        # the line tables the views read count too: a derived table follows both (derived_state)
-        digest = hashlib.sha256(json.dumps([files, line_tables()], sort_keys=True).encode()).hexdigest()
+        # the line tables the views read count too, and how their kept tables are brought up to
+        # date: a derived table follows all three (derived_state), and is built whole again when
+        # one changes
+        digest = hashlib.sha256(json.dumps([files, line_tables(), _refresh_scripts()], sort_keys=True)
+                                .encode()).hexdigest()
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
         if self._one("SELECT digest FROM schema_views") == (digest,):
             return

@@ -153,3 +153,27 @@ def test_a_sample_that_moves_earlier_leaves_the_priors_of_a_later_race(tmp_path)
     assert got == want != before
     samples = {(r[2], r[6]) for r in want}           # (request, prior_samples)
     assert (req + "-later", 0) in samples and (req + "-later", 1) in {(r[2], r[6]) for r in before}
+
+
+def test_a_changed_refresh_rule_builds_the_kept_tables_whole(tmp_path, monkeypatch):
+    """A kept table follows the rule that refreshed it: after an upgrade that changes a
+    queries/refresh/ file, the next run works every kept table out whole, so none keeps rows a
+    mended rule would not have made."""
+    import auditor.store as store_mod
+
+    lines = _lines(LOGS["hedging"])
+    log = tmp_path / "g.log"
+    log.write_bytes(b"".join(lines[:len(lines) * 3 // 4]))
+    db = tmp_path / "a.duckdb"
+    with Store(db) as st:
+        ingest(st, [str(log)], Progress(quiet=True))
+        _kept(st)
+    with open(log, "ab") as f:
+        f.writelines(lines[len(lines) * 3 // 4:])
+    scripts = dict(store_mod._refresh_scripts())
+    monkeypatch.setitem(store_mod._REFRESH, "attempts", scripts["attempts"] + "\n-- mended\n")
+    with Store(db) as st:
+        ingest(st, [str(log)], Progress(quiet=True))
+        got = _kept(st)
+        assert [v for v in KEPT if st.executed[f"derived:{v}"] != 1 or st.executed[f"refreshed:{v}"]] == []
+        assert got == _views(st)
