@@ -292,12 +292,14 @@ class Store:
         definitions changed (derived_state). Working out a busy day's attempts takes seconds;
         they change only when logs are collected. Blocks nest: a view already read from its table stays so
         until the outermost block that asked for it ends."""
-        stamp = (self._one("SELECT digest FROM schema_views")[0], self._one("SELECT count(*) FROM log_events")[0])
+        stamp = None          # asked once, and only when a view is not read from its table yet
         entered: list[str] = []
         try:
             for view in views:
                 _check_name(view)
                 if not self._shadowed[view]:
+                    stamp = stamp or (self._one("SELECT digest FROM schema_views")[0],
+                                      self._one("SELECT count(*) FROM log_events")[0])
                     self._build_derived(view, stamp)
                     # a temporary view of the same name is found before main's
                     self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
