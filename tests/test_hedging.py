@@ -470,6 +470,9 @@ def test_the_json_lists_the_races_with_most_waste_and_says_where_the_rest_are(in
     query = shlex.split(listed["all"].split("so does ", 1)[1].split(" (their")[0])
     assert query[:2] == ["auditor", "sql"]
     assert len(run_json("sql", query[2], "--format", "json", db=db)["rows"]) == listed["of"]
+    command = shlex.split(listed["all"].split(" lists them all;")[0])     # the command it names runs
+    assert command[:2] == ["auditor", "hedging"] and command[-1] == "--all-races"
+    assert len(run_json(*command[1:], "--offline", "--format", "json", db=db)["races"]) == listed["of"]
     # --all-races writes the races a page at a time, as a busy day's: 2 a page here, the last
     # page short or empty as it falls
     assert len(whole["races"]) > 4

@@ -566,11 +566,14 @@ def _race_json(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _all_races_hint(since: datetime | None, until: datetime | None) -> str:
-    """Where every race of the range is: the flag, and the rows in the store (queries/hedging_races.sql's
-    rule: a hedged race whose time is in [since, until))."""
+    """Where every race of the range is: the hedging command that lists them (the epoch report
+    has no --all-races of its own), and the rows in the store (queries/hedging_races.sql's rule:
+    a hedged race whose time is in [since, until))."""
     where = " AND ".join(["hedged", *([f"race_ts >= '{utc_text(since)}'"] if since else []),
                           *([f"race_ts < '{utc_text(until)}'"] if until else [])])
-    return (f"--all-races lists them all; so does auditor sql \"SELECT * FROM hedge_races WHERE {where}\" "
+    command = " ".join(["auditor hedging", *([f"--since {utc_text(since)}"] if since else []),
+                        *([f"--until {utc_text(until)}"] if until else []), "--all-races"])
+    return (f"{command} lists them all; so does auditor sql \"SELECT * FROM hedge_races WHERE {where}\" "
             "(their attempts: hedge_attempts)")
 
 
