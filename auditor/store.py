@@ -45,6 +45,11 @@ def _migration_files() -> list[Path]:
     return sorted((queries_dir() / "schema").glob("[0-9][0-9][0-9]_*.sql"))
 
 
+def _sql_files(folder: str) -> dict[str, str]:
+    """The SQL files of ``queries/<folder>/`` by name (their stem): each one's text."""
+    return {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / folder).glob("*.sql"))}
+
+
 _LINES: dict[str, str] = {}
 
 
@@ -53,11 +58,11 @@ def line_tables() -> dict[str, str]:
     one row per line of one kind, without aggregation, so that the rows of the lines stored
     since a table last read are the rows it lacks (what lets ``keep_lines`` read only those)."""
     if not _LINES:
-        for f in sorted((queries_dir() / "lines").glob("*.sql")):
-            sql = f.read_text(encoding="utf-8").rstrip().rstrip(";")
+        for name, text in _sql_files("lines").items():
+            sql = text.rstrip().rstrip(";")
             if re.search(r"^\s*WITH\b", sql, re.M | re.I):
-                raise StoreError(f"queries/lines/{f.name}: a line table is one SELECT, without WITH")
-            _LINES[f.stem] = sql
+                raise StoreError(f"queries/lines/{name}.sql: a line table is one SELECT, without WITH")
+            _LINES[name] = sql
     return _LINES
 
 
@@ -68,7 +73,7 @@ def _refresh_scripts() -> dict[str, str]:
     """queries/refresh/<view>.sql by view: how a kept table is brought up to date with new log
     lines (``Store.derived``); ``changed`` is what every one of them starts from."""
     if not _REFRESH:
-        _REFRESH.update({f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "refresh").glob("*.sql"))})
+        _REFRESH.update(_sql_files("refresh"))
     return _REFRESH
 
 
@@ -259,7 +264,7 @@ class Store:
         """Define every view of ``queries/views/`` (when their text changed since the last
         time) and drop views that are no longer defined there. A view that reads another
         (its file names it) is defined after it."""
-        files = {f.stem: f.read_text(encoding="utf-8") for f in sorted((queries_dir() / "views").glob("*.sql"))}
+        files = _sql_files("views")
         # the line tables the views read count too, and how their kept tables are brought up to
         # date: a derived table follows all three (derived_state), and is built whole again when
         # one changes
