@@ -7,6 +7,7 @@ store that read the whole log at once."""
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from pathlib import Path
 
@@ -122,7 +123,9 @@ def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
     assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
     r = run_cli(*args, db=db)
     assert "bringing hedge_attempts up to date with" in r.stderr
-    assert run_json(*args, db=db) == run_json(*args, db=whole)
+    once = run_json(*args, db=whole)
+    assert json.loads(r.stdout) == once          # the run that brought them up to date
+    assert run_json(*args, db=db) == once        # and the next, reading them as kept
 
 
 def test_a_sample_that_moves_earlier_leaves_the_priors_of_a_later_race(tmp_path):
