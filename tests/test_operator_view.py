@@ -9,14 +9,18 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+import io
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli, run_json
 from test_reports import STORY, demo, on_a_terminal  # noqa: F401  (demo: the store of every bundled source)
 
 from auditor.analyses.registry import codes
 from auditor.report.render import LEGEND, View, cell, legend, render
-from auditor.report.table import keep_order
+from auditor.report.table import _drawn, keep_order
 from auditor.result import Finding, Result, Table
 
 VICTIM = STORY["victim"]
@@ -103,6 +107,65 @@ def test_severities_and_failing_rows_are_coloured_unless_no_color(demo):
     assert red.search(victim_row) and not red.search(passing)
     plain_text = on_a_terminal(["--db", str(demo), "misstest", "403", "--offline"], 100)
     assert "\x1b" not in plain_text.replace("\x1b[?", "")       # NO_COLOR=1: no colour (cursor codes aside)
+
+
+# -- 1b. a file's tables are drawn as rich draws them --------------------------------------------
+def _rich_drawing(heads: list[list[str]], cells: list[list[str]], right: list[bool], min_width: list[int],
+                  width: int) -> str:
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False, color_system=None)
+    rt = RichTable()
+    for h, r, m in zip(heads, right, min_width):
+        rt.add_column(Text("\n".join(h)), justify="right" if r else "left", no_wrap=not m, overflow="fold",
+                      min_width=m or None)
+    for row in zip(*cells):
+        rt.add_row(*map(Text, row))
+    console.print(rt)
+    return out.getvalue()
+
+
+_CELL = st.text(st.sampled_from("ab Z09.,:-_/…é漢\u0301\u200b"), max_size=14)
+
+
+@st.composite
+def _tables(draw):
+    n, rows = draw(st.integers(1, 5)), draw(st.integers(1, 6))
+    heads = [draw(st.lists(st.text(st.sampled_from("abcdw"), min_size=1, max_size=9), min_size=1, max_size=3))
+             for _ in range(n)]
+    cells = [[draw(_CELL) for _ in range(rows)] for _ in range(n)]
+    return (heads, cells, draw(st.lists(st.booleans(), min_size=n, max_size=n)),
+            draw(st.lists(st.sampled_from([0, 20]), min_size=n, max_size=n)), draw(st.integers(10, 120)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tables())
+def test_a_table_that_fits_is_drawn_as_rich_draws_it(table):
+    """Into a file or a pipe, a table whose columns all fit is drawn without rich's cell-by-cell
+    layout (table._drawn): the same text, to the byte, as rich's own drawing of it; a table
+    that does not fit is left to rich."""
+    heads, cells, right, min_width, width = table
+    drawn = _drawn(heads, cells, right, min_width, width)
+    rich = _rich_drawing(heads, cells, right, min_width, width)
+    if drawn is not None:
+        assert drawn + "\n" == rich
+    else:
+        assert max(map(len, rich.splitlines())) >= width - 3      # rich had to share the width out
+
+
+@pytest.mark.parametrize("args", [["epoch", "403"], ["hedging", "403"], ["misstest", "403", "--wide"],
+                                  ["poc-overload", "403", "--wide"]])
+def test_the_report_into_a_file_reads_as_on_a_coloured_terminal(demo, args):
+    """The demo's tables drawn for a file (table._drawn, where they fit) and by rich with colour
+    forced (every table through rich), the colour codes taken out: the same text."""
+    plain_run = run_cli("--db", str(demo), *args, "--offline")
+    forced = run_cli("--db", str(demo), *args, "--offline", env={"FORCE_COLOR": "1", "NO_COLOR": ""})
+    assert plain_run.returncode == forced.returncode and "\x1b[" in forced.stdout
+    assert "┏" in plain_run.stdout and "\x1b" not in plain_run.stdout
+    assert re.sub(r"\x1b\[[0-9;]*m", "", forced.stdout) == plain_run.stdout
 
 
 # -- 2. a next step per finding ------------------------------------------------------------------

@@ -9,7 +9,9 @@ value in every row (a note gives it), then the widest; column names wrap between
 allocation``) and ids never wrap at all. On a terminal narrower than ``FINDINGS_TABLE``
 the findings print one block each: severity, code and subject, then the summary and the
 next step wrapped. Severities and failing rows are coloured when colour is on (rich's
-rules: a terminal, and no ``NO_COLOR``). json, csv and md keep everything.
+rules: a terminal, and no ``NO_COLOR``). Without colour (a file, a pipe, cron) a table whose
+columns fit is drawn as rich draws it, without its cell-by-cell layout (``_drawn``). json,
+csv and md keep everything.
 """
 
 from __future__ import annotations
@@ -152,22 +154,28 @@ def _table(console: Any, t: Table, fit: Any, view: View) -> None:
     # the title on its own line: as a rich table title it wraps to the table's width,
     # mid-word for a narrow table
     console.print(Text(fit(t.title), style="bold"))
-    rt = RichTable()
-    for c in columns:
-        # the heading wraps between its words, never inside one; the cells of an
-        # id or number column do not wrap at all
-        rt.add_column(Text(textwrap.fill(_label(c), need[c])),
-                      justify="right" if numeric(t, c) else "left",
-                      no_wrap=not prose[c], overflow="fold",
-                      min_width=PROSE_MIN if prose[c] else None)
-    for i, row in enumerate(t.rows):
-        style = FAILING_STYLE if t.failed(row) else ""
-        cells = [Text(texts[c][i], style=SEVERITY_STYLE.get(texts[c][i], style) if c == "severity" else style)
-                 for c in columns]
-        rt.add_row(*cells)
-    # --wide (and --participant): every column whole, however wide (never cropped at the
-    # terminal's or a file's 250 columns)
-    console.print(rt, width=max(console.width, console.measure(rt).maximum) if view.wide else None)
+    # the heading wraps between its words, never inside one
+    heads = {c: textwrap.fill(_label(c), need[c]) for c in columns}
+    right = {c: numeric(t, c) for c in columns}
+    drawn = None if console.color_system else _drawn(
+        [heads[c].split("\n") for c in columns], [texts[c] for c in columns], [right[c] for c in columns],
+        [PROSE_MIN if prose[c] else 0 for c in columns], console.width)
+    if drawn is not None:
+        console.print(Text(drawn), no_wrap=True, overflow="ignore", crop=False)
+    else:
+        rt = RichTable()
+        for c in columns:
+            # the cells of an id or number column do not wrap at all
+            rt.add_column(Text(heads[c]), justify="right" if right[c] else "left",
+                          no_wrap=not prose[c], overflow="fold", min_width=PROSE_MIN if prose[c] else None)
+        for i, row in enumerate(t.rows):
+            style = FAILING_STYLE if t.failed(row) else ""
+            cells = [Text(texts[c][i], style=SEVERITY_STYLE.get(texts[c][i], style) if c == "severity" else style)
+                     for c in columns]
+            rt.add_row(*cells)
+        # --wide (and --participant): every column whole, however wide (never cropped at the
+        # terminal's or a file's 250 columns)
+        console.print(rt, width=max(console.width, console.measure(rt).maximum) if view.wide else None)
     same = [f"{plain(c)} {texts[c][0]}" for c in t.columns if c not in columns and constant(texts[c])]
     if same:
         console.print(Text(f"(the same in every row: {'; '.join(same)})"))
@@ -175,3 +183,37 @@ def _table(console: Any, t: Table, fit: Any, view: View) -> None:
     if dropped:
         console.print(Text(f"(not shown at this width: {', '.join(dropped)}; "
                            "--wide or --format json has them)"))
+
+
+def _drawn(heads: list[list[str]], cells: list[list[str]], right: list[bool], min_width: list[int],
+           width: int) -> str | None:
+    """The table rich's ``Table()`` draws without colour (its HEAVY_HEAD box, one space either
+    side of a cell), when every column can take its widest cell (or heading line, or
+    ``min_width``) within ``width``: what a file, a pipe or cron gets, without rich's
+    cell-by-cell layout (a sixth of the demo report's time). None when the columns do not
+    fit: rich then shares the width out and wraps the prose (``_table``).
+    ``tests/test_operator_view.py`` holds it to rich's own drawing."""
+    from rich.cells import cell_len
+
+    widths = [max([m, *map(cell_len, h), *map(cell_len, col)]) or 1 for h, col, m in zip(heads, cells, min_width)]
+    if sum(w + 3 for w in widths) + 1 > width:
+        return None
+
+    def line(texts: list[str], bar: str) -> str:
+        parts = []
+        for s, w, r in zip(texts, widths, right):
+            s = s.rstrip() if r else s         # as rich justifies to the right
+            pad = " " * (w - cell_len(s))
+            parts.append(f" {pad}{s} " if r else f" {s}{pad} ")
+        return bar + bar.join(parts) + bar
+
+    rule = ["━" * (w + 2) for w in widths]
+    out = ["┏" + "┳".join(rule) + "┓"]
+    tall = max(map(len, heads))
+    for i in range(tall):       # headings sit on the rule under them
+        out.append(line([h[i - tall + len(h)] if i >= tall - len(h) else "" for h in heads], "┃"))
+    out.append("┡" + "╇".join(rule) + "┩")
+    for row in zip(*cells):
+        out.append(line(list(row), "│"))
+    out.append("└" + "┴".join("─" * (w + 2) for w in widths) + "┘")
+    return "\n".join(out)
