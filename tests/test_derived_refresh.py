@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -58,16 +59,23 @@ def _pieces(lines: list[bytes], rng: random.Random, n: int) -> list[list[bytes]]
     return [lines[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@pytest.mark.parametrize("arrival", ["growing", "backwards"])
+# a line's times (a Docker prefix, then the Go one), as a reporter's paste leaves them out
+TIMES = re.compile(rb"^(\S+Z )?\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)? ")
+
+
+@pytest.mark.parametrize("arrival", ["growing", "backwards", "untimed"])
 @pytest.mark.parametrize("name", list(LOGS))
 def test_kept_tables_refreshed_piece_by_piece_are_the_views_over_the_whole_store(tmp_path, name, arrival):
     """The log arrives in 4 pieces cut at random places, as a growing file (a request cut
     between two collects) or as files collected latest first after the first (earlier lines
     after later ones: a sample then changes the priors of races already read, in the hour
-    after it). After each collect every kept table is brought up to date, and at the end each
-    is its view over the whole store."""
+    after it), those files with half their lines' times taken out (untimed: lines pasted
+    without them, which a request's span of times does not hold). After each collect every
+    kept table is brought up to date, and at the end each is its view over the whole store."""
     rng = random.Random(f"{name} {arrival}")
     pieces = _pieces(_lines(LOGS[name]), rng, 4)
+    if arrival == "untimed":
+        pieces[1:] = [[TIMES.sub(b"", x) if rng.random() < 0.5 else x for x in p] for p in pieces[1:]]
     growing = arrival == "growing"
     with Store(tmp_path / "pieces.duckdb") as st:
         for k, i in enumerate([0, 1, 2, 3] if growing else [0, 3, 2, 1]):
