@@ -11,7 +11,8 @@ UNION ALL
 SELECT * FROM {store}.log_race_lines r
 WHERE r.request IS NULL
   AND (EXISTS (SELECT 1 FROM refresh_nonces n WHERE n.escrow = r.escrow AND n.nonce = r.nonce)
-       OR EXISTS (SELECT 1 FROM refresh_lines n WHERE n.file_id = r.file_id AND n.line_no = r.line_no));
+       OR refresh_new_line(r.file_id, r.line_no)
+          AND EXISTS (SELECT 1 FROM refresh_lines n WHERE n.file_id = r.file_id AND n.line_no = r.line_no));
 
 CREATE OR REPLACE TEMP VIEW log_race_lines AS SELECT * FROM refresh_race_lines;
 

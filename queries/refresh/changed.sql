@@ -6,12 +6,21 @@
 -- {store}. names the store's own tables and views in full: the scripts narrow some of them by
 -- temporary views of the same name, which a name alone (or main.name) would find first.
 --   refresh_lines     the new lines (a view: a busy day is millions of them)
+--   refresh_new_line(file_id, line_no)  whether a line can be one of the new lines: at or after
+--                     their first file and their first line number. A line table's rows are
+--                     narrowed by it before they are matched to the new lines: zone maps then
+--                     skip the days stored before (a day's log a new file, or a file grown)
 --   refresh_nonces    the attempts (escrow, nonce) the new lines name
 --   refresh_requests  the requests whose rows can change: those the new lines name, and the
 --                     requests of the attempts they name (a line of an attempt without
 --                     request= still changes the attempt, and so its race)
 CREATE OR REPLACE TEMP VIEW refresh_lines AS
 SELECT file_id, line_no, request, escrow, nonce FROM {store}.log_events WHERE rowid >= {since};
+
+SET VARIABLE refresh_first_file = (SELECT min(file_id) FROM refresh_lines);
+SET VARIABLE refresh_first_line = (SELECT min(line_no) FROM refresh_lines);
+CREATE OR REPLACE TEMP MACRO refresh_new_line(file_id, line_no) AS
+    file_id >= getvariable('refresh_first_file') AND line_no >= getvariable('refresh_first_line');
 
 CREATE OR REPLACE TEMP TABLE refresh_nonces AS
 SELECT DISTINCT escrow, nonce FROM refresh_lines WHERE escrow IS NOT NULL AND nonce IS NOT NULL;

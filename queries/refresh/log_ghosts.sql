@@ -5,12 +5,13 @@
 -- and every disposition of their nonces, and replace the kept ones.
 CREATE OR REPLACE TEMP TABLE refresh_ghost_nonces AS
 SELECT DISTINCT d.nonce FROM {store}.log_nonce_dispositions d SEMI JOIN refresh_lines n USING (file_id, line_no)
-WHERE d.disposition = 'ghost';
+WHERE d.disposition = 'ghost' AND refresh_new_line(d.file_id, d.line_no);
 
 CREATE OR REPLACE TEMP VIEW log_ghost_probes AS
 SELECT * FROM {store}.log_ghost_probes g
 WHERE g.nonce IN (SELECT nonce FROM refresh_ghost_nonces)
-   OR EXISTS (SELECT 1 FROM refresh_lines n WHERE n.file_id = g.file_id AND n.line_no = g.line_no);
+   OR refresh_new_line(g.file_id, g.line_no)
+      AND EXISTS (SELECT 1 FROM refresh_lines n WHERE n.file_id = g.file_id AND n.line_no = g.line_no);
 
 CREATE OR REPLACE TEMP VIEW log_nonce_dispositions AS
 SELECT * FROM {store}.log_nonce_dispositions WHERE nonce IN (SELECT nonce FROM temp.log_ghost_probes);
