@@ -114,6 +114,31 @@ def test_a_refresh_changes_only_what_the_new_lines_touch(tmp_path):
     assert st.executed["refreshed:log_requests"] == 1
 
 
+def test_a_new_race_line_without_request_or_nonce_is_refreshed_in(tmp_path):
+    """A race line with neither ``request=`` nor escrow and nonce is its own attempt, which only
+    "it is a new line" ties to a refresh: appended first after a collect (the first new line, as
+    refresh_new_line bounds them), and again later, its attempt is in the kept table."""
+    lines = _lines(LOGS["hedging"])
+    races = [x for x in lines if b"stage=race_completed" in x][:2]
+    bare = [re.sub(rb" (request|escrow|nonce)=\S+", b"", x) for x in races]
+    assert all(b"request=" not in x and b"nonce=" not in x for x in bare)
+    cut = len(lines) * 3 // 4
+    log = tmp_path / "g.log"
+    log.write_bytes(b"".join(lines[:cut]))
+    with Store(tmp_path / "a.duckdb") as st:
+        ingest(st, [str(log)], Progress(quiet=True))
+        _kept(st)
+        with open(log, "ab") as f:
+            f.writelines([bare[0], *lines[cut:], bare[1]])
+        ingest(st, [str(log)], Progress(quiet=True))
+        got, want = _kept(st), _views(st)
+        assert st.executed["refreshed:attempts"] == 1
+        bare_rows = st.con.execute("SELECT count(*) FROM derived_attempts WHERE request IS NULL AND nonce IS NULL "
+                                   "AND line_no > ?", [cut]).fetchone()[0]
+    assert got == want
+    assert bare_rows == 2
+
+
 def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
     """Through the CLI: the hedging report of a store that collected the incident log in two
     runs, with a report between them, is the one of a store that read it at once."""
