@@ -139,6 +139,59 @@ def test_a_new_race_line_without_request_or_nonce_is_refreshed_in(tmp_path):
     assert bare_rows == 2
 
 
+def test_a_participant_first_seen_in_a_new_race_line_is_refreshed_in(tmp_path):
+    """log_participants gains the address of a participant that only a new race line names (no
+    nonce disposition does): its refresh reads the new race lines, not only the dispositions."""
+    lines = _lines(LOGS["hedging"])
+    race = next(x for x in lines if b"stage=race_completed" in x)
+    new = "gonka1" + "q" * 30 + "newhost1"
+    extra = re.sub(rb" (request|escrow|nonce)=\S+", b"", re.sub(rb"participant=\S+", f"participant={new}".encode(), race))
+    cut = len(lines) * 3 // 4
+    log = tmp_path / "g.log"
+    log.write_bytes(b"".join(lines[:cut]))
+    with Store(tmp_path / "a.duckdb") as st:
+        ingest(st, [str(log)], Progress(quiet=True))
+        _kept(st)
+        with open(log, "ab") as f:
+            f.writelines([*lines[cut:], extra])
+        ingest(st, [str(log)], Progress(quiet=True))
+        got, want = _kept(st), _views(st)
+        assert st.executed["refreshed:log_participants"] == 1
+    assert got == want
+    assert (new, "newhost1") in got["log_participants"]
+
+
+def test_an_attempt_logged_twice_has_the_same_rows_however_they_are_worked_out(tmp_path):
+    """An attempt's race line stored twice (a copy of the line beside the log it came from, here
+    naming another host): its race's winner and primary are those of its first line, in the
+    kept tables as in the views, worked out whole or brought up to date. Picked by the line's
+    place, not by the order a plan happens to read the rows in."""
+    lines = _lines(LOGS["hedging"])
+    race = next(x for x in lines if b"stage=race_completed" in x and b"winner=true" in x)
+    twin = re.sub(rb"participant=gonka1\S+", b"participant=gonka1" + b"q" * 30 + b"twinhost",
+                  race).replace(b" host=", b" host=twinhost x=")
+    cut = len(lines) * 3 // 4
+    whole, log = tmp_path / "whole.log", tmp_path / "g.log"
+    whole.write_bytes(b"".join([*lines, twin]))
+    log.write_bytes(b"".join(lines[:cut]))
+    request = re.search(rb"request=(\S+)", race)[1].decode()
+    with Store(tmp_path / "whole.duckdb") as st:
+        ingest(st, [str(whole)], Progress(quiet=True))
+        once, views = _kept(st), _views(st)
+        winner = st.con.execute("SELECT winner_host FROM hedge_races WHERE request = ?", [request]).fetchall()
+    with Store(tmp_path / "pieces.duckdb") as st:
+        ingest(st, [str(log)], Progress(quiet=True))
+        _kept(st)
+        with open(log, "ab") as f:
+            f.writelines([*lines[cut:], twin])
+        ingest(st, [str(log)], Progress(quiet=True))
+        refreshed = _kept(st)
+        assert st.executed["refreshed:hedge_races"] == 1
+    assert once == views
+    assert refreshed == views
+    assert winner == [(re.search(rb" host=(\S+)", race)[1].decode(),)]     # the first line's
+
+
 def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
     """Through the CLI: the hedging report of a store that collected the incident log in two
     runs, with a report between them, is the one of a store that read it at once."""

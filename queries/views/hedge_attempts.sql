@@ -34,6 +34,10 @@
 --              (see hedging_totals.time_resolution).
 --   ttft_ms    started -> first_token (line times); receipt_ms is receipt_received's
 --              elapsed_ms field.
+-- A race's winner (and its primary's failure) is its first such attempt by line (end_pos):
+-- one race line stored twice (a copy of it collected beside its log) gives two, and the pick
+-- must not depend on the order a plan reads them (the views of races and of requests pick
+-- their primary the same way).
 -- Reads: attempts, log_escalations.
 CREATE OR REPLACE VIEW hedge_attempts AS
 WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both use it
@@ -56,13 +60,13 @@ WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both us
 ), race_facts AS (
     SELECT request,
            count(*) FILTER (WHERE NOT probe) AS race_attempts,
-           first(nonce) FILTER (WHERE winner AND NOT probe) AS winner_nonce,
-           first(host) FILTER (WHERE winner AND NOT probe) AS winner_host,
-           first(role) FILTER (WHERE winner AND NOT probe) AS winner_role,
-           first(start_reason) FILTER (WHERE winner AND NOT probe) AS winner_start_reason,
-           first(coalesce(winner_selected_ts, first_token_ts)) FILTER (WHERE winner AND NOT probe)
+           arg_min_null(nonce, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_nonce,
+           arg_min_null(host, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_host,
+           arg_min_null(role, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_role,
+           arg_min_null(start_reason, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_start_reason,
+           arg_min_null(coalesce(winner_selected_ts, first_token_ts), end_pos) FILTER (WHERE winner AND NOT probe)
                AS race_winner_selected_ts,
-           first(NOT finished AND NOT cancelled AND NOT failed_after_suppression) FILTER (WHERE role = 'primary')
+           arg_min_null(NOT finished AND NOT cancelled AND NOT failed_after_suppression, end_pos) FILTER (WHERE role = 'primary')
                AS primary_failed,
            min(started_ts) AS race_started_ts
     FROM reasons GROUP BY request

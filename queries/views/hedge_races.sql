@@ -13,7 +13,7 @@ SELECT
     any_value(delay_ms) AS delay_ms,
     any_value(primary_nonce) AS primary_nonce,
     bool_or(primary_inferred) AS primary_inferred,
-    first(host) FILTER (WHERE role = 'primary') AS primary_host,
+    arg_min_null(host, end_pos) FILTER (WHERE role = 'primary') AS primary_host,
     count(*) FILTER (WHERE NOT probe) AS attempts,
     count(*) FILTER (WHERE role = 'secondary') AS secondaries,
     count(*) FILTER (WHERE role = 'secondary') > 0 AS hedged,
@@ -25,10 +25,10 @@ SELECT
     coalesce(bool_or(winner AND role = 'primary'), false) AS primary_won,
     coalesce(any_value(winner_role) = 'secondary', false) AS primary_lost,
     coalesce(any_value(rescue), false) AS rescue,
-    first(finished) FILTER (WHERE role = 'primary') AS primary_finished,
-    first(suppressed_loser) FILTER (WHERE role = 'primary') AS primary_suppressed,
-    first(ttft_ms) FILTER (WHERE role = 'primary') AS primary_ttft_ms,
-    first(ttft_ms) FILTER (WHERE winner AND NOT probe) AS winner_ttft_ms,
+    arg_min_null(finished, end_pos) FILTER (WHERE role = 'primary') AS primary_finished,
+    arg_min_null(suppressed_loser, end_pos) FILTER (WHERE role = 'primary') AS primary_suppressed,
+    arg_min_null(ttft_ms, end_pos) FILTER (WHERE role = 'primary') AS primary_ttft_ms,
+    arg_min_null(ttft_ms, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_ttft_ms,
     count(*) FILTER (WHERE suppressed_loser) AS suppressed_losers,
     count(*) FILTER (WHERE wasted) AS wasted_attempts,
     sum(wasted_ms) FILTER (WHERE wasted) AS wasted_ms,
@@ -38,7 +38,7 @@ SELECT
     sum(attempt_ms) FILTER (WHERE NOT probe) AS attempt_ms,
     sum(output_bytes) FILTER (WHERE NOT probe) AS output_bytes,
     sum(usage_tokens) FILTER (WHERE NOT probe) AS usage_tokens
-FROM hedge_attempts
+FROM (SELECT *, file_id::BIGINT * 1000000000000 + line_no AS end_pos FROM hedge_attempts)
 WHERE role <> 'probe' OR role IS NULL
 GROUP BY request
 HAVING count(*) FILTER (WHERE NOT probe) > 0;

@@ -44,7 +44,7 @@ FROM log_hedge_decisions WHERE request IS NOT NULL
 GROUP BY request
 ), a AS (
 SELECT request, any_value(primary_nonce) AS primary_nonce, any_value(primary_inferred) AS primary_inferred,
-       first(host) FILTER (WHERE role = 'primary') AS primary_host,
+       arg_min_null(host, end_pos) FILTER (WHERE role = 'primary') AS primary_host,
        count(*) FILTER (WHERE suppressed_loser) AS suppressed_losers
 FROM attempts WHERE request IS NOT NULL GROUP BY request
 )
