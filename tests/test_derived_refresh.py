@@ -114,27 +114,41 @@ def test_a_refresh_changes_only_what_the_new_lines_touch(tmp_path):
     assert st.executed["refreshed:log_requests"] == 1
 
 
+HEDGING = _lines(LOGS["hedging"])
+CUT = len(HEDGING) * 3 // 4        # the incident log's first collect: three quarters of it
+RACE = next(x for x in HEDGING if b"stage=race_completed" in x and b"winner=true" in x)
+
+
+def _refreshed(tmp_path: Path, first: list[bytes], last: list[bytes]) -> Store:
+    """A store that collected the first three quarters of the incident log, its kept tables made,
+    then the rest of the log between the lines ``first`` and ``last``, its kept tables brought up
+    to date: open, for the caller to close."""
+    log = tmp_path / "g.log"
+    log.write_bytes(b"".join(HEDGING[:CUT]))
+    st = Store(tmp_path / "refreshed.duckdb")
+    ingest(st, [str(log)], Progress(quiet=True))
+    _kept(st)
+    with open(log, "ab") as f:
+        f.writelines([*first, *HEDGING[CUT:], *last])
+    ingest(st, [str(log)], Progress(quiet=True))
+    return st
+
+
+def _unnamed(line: bytes) -> bytes:
+    """A race line without request=, escrow= and nonce=."""
+    return re.sub(rb" (request|escrow|nonce)=\S+", b"", line)
+
+
 def test_a_new_race_line_without_request_or_nonce_is_refreshed_in(tmp_path):
     """A race line with neither ``request=`` nor escrow and nonce is its own attempt, which only
     "it is a new line" ties to a refresh: appended first after a collect (the first new line, as
     refresh_new_line bounds them), and again later, its attempt is in the kept table."""
-    lines = _lines(LOGS["hedging"])
-    races = [x for x in lines if b"stage=race_completed" in x][:2]
-    bare = [re.sub(rb" (request|escrow|nonce)=\S+", b"", x) for x in races]
-    assert all(b"request=" not in x and b"nonce=" not in x for x in bare)
-    cut = len(lines) * 3 // 4
-    log = tmp_path / "g.log"
-    log.write_bytes(b"".join(lines[:cut]))
-    with Store(tmp_path / "a.duckdb") as st:
-        ingest(st, [str(log)], Progress(quiet=True))
-        _kept(st)
-        with open(log, "ab") as f:
-            f.writelines([bare[0], *lines[cut:], bare[1]])
-        ingest(st, [str(log)], Progress(quiet=True))
+    bare = [_unnamed(x) for x in HEDGING if b"stage=race_completed" in x][:2]
+    with _refreshed(tmp_path, bare[:1], bare[1:]) as st:
         got, want = _kept(st), _views(st)
         assert st.executed["refreshed:attempts"] == 1
         bare_rows = st.con.execute("SELECT count(*) FROM derived_attempts WHERE request IS NULL AND nonce IS NULL "
-                                   "AND line_no > ?", [cut]).fetchone()[0]
+                                   "AND line_no > ?", [CUT]).fetchone()[0]
     assert got == want
     assert bare_rows == 2
 
@@ -142,19 +156,9 @@ def test_a_new_race_line_without_request_or_nonce_is_refreshed_in(tmp_path):
 def test_a_participant_first_seen_in_a_new_race_line_is_refreshed_in(tmp_path):
     """log_participants gains the address of a participant that only a new race line names (no
     nonce disposition does): its refresh reads the new race lines, not only the dispositions."""
-    lines = _lines(LOGS["hedging"])
-    race = next(x for x in lines if b"stage=race_completed" in x)
     new = "gonka1" + "q" * 30 + "newhost1"
-    extra = re.sub(rb" (request|escrow|nonce)=\S+", b"", re.sub(rb"participant=\S+", f"participant={new}".encode(), race))
-    cut = len(lines) * 3 // 4
-    log = tmp_path / "g.log"
-    log.write_bytes(b"".join(lines[:cut]))
-    with Store(tmp_path / "a.duckdb") as st:
-        ingest(st, [str(log)], Progress(quiet=True))
-        _kept(st)
-        with open(log, "ab") as f:
-            f.writelines([*lines[cut:], extra])
-        ingest(st, [str(log)], Progress(quiet=True))
+    extra = _unnamed(re.sub(rb"participant=\S+", f"participant={new}".encode(), RACE))
+    with _refreshed(tmp_path, [], [extra]) as st:
         got, want = _kept(st), _views(st)
         assert st.executed["refreshed:log_participants"] == 1
     assert got == want
@@ -166,30 +170,21 @@ def test_an_attempt_logged_twice_has_the_same_rows_however_they_are_worked_out(t
     naming another host): its race's winner and primary are those of its first line, in the
     kept tables as in the views, worked out whole or brought up to date. Picked by the line's
     place, not by the order a plan happens to read the rows in."""
-    lines = _lines(LOGS["hedging"])
-    race = next(x for x in lines if b"stage=race_completed" in x and b"winner=true" in x)
     twin = re.sub(rb"participant=gonka1\S+", b"participant=gonka1" + b"q" * 30 + b"twinhost",
-                  race).replace(b" host=", b" host=twinhost x=")
-    cut = len(lines) * 3 // 4
-    whole, log = tmp_path / "whole.log", tmp_path / "g.log"
-    whole.write_bytes(b"".join([*lines, twin]))
-    log.write_bytes(b"".join(lines[:cut]))
-    request = re.search(rb"request=(\S+)", race)[1].decode()
+                  RACE).replace(b" host=", b" host=twinhost x=")
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(b"".join([*HEDGING, twin]))
+    request = re.search(rb"request=(\S+)", RACE)[1].decode()
     with Store(tmp_path / "whole.duckdb") as st:
         ingest(st, [str(whole)], Progress(quiet=True))
         once, views = _kept(st), _views(st)
         winner = st.con.execute("SELECT winner_host FROM hedge_races WHERE request = ?", [request]).fetchall()
-    with Store(tmp_path / "pieces.duckdb") as st:
-        ingest(st, [str(log)], Progress(quiet=True))
-        _kept(st)
-        with open(log, "ab") as f:
-            f.writelines([*lines[cut:], twin])
-        ingest(st, [str(log)], Progress(quiet=True))
+    with _refreshed(tmp_path, [], [twin]) as st:
         refreshed = _kept(st)
         assert st.executed["refreshed:hedge_races"] == 1
     assert once == views
     assert refreshed == views
-    assert winner == [(re.search(rb" host=(\S+)", race)[1].decode(),)]     # the first line's
+    assert winner == [(re.search(rb" host=(\S+)", RACE)[1].decode(),)]     # the first line's
 
 
 def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
