@@ -15,26 +15,19 @@ SET VARIABLE refresh_requests_to = (
     SELECT greatest(max(last_ts), (SELECT max(ts) FROM {store}.log_events WHERE rowid >= {since}))
     FROM {store}.derived_log_requests WHERE request IN (SELECT request FROM refresh_requests));
 
+-- whether a line can be one of a changed request's: its time in the span, or no time
+CREATE OR REPLACE TEMP MACRO refresh_request_line(ts, request) AS
+    (ts BETWEEN getvariable('refresh_requests_from') AND getvariable('refresh_requests_to') OR ts IS NULL)
+    AND request IN (SELECT request FROM refresh_requests);
+
 CREATE OR REPLACE TEMP VIEW log_events AS
-SELECT * FROM {store}.log_events
-WHERE ts BETWEEN getvariable('refresh_requests_from') AND getvariable('refresh_requests_to')
-  AND request IN (SELECT request FROM refresh_requests)
-UNION ALL
-SELECT * FROM {store}.log_events WHERE ts IS NULL AND request IN (SELECT request FROM refresh_requests);
+SELECT * FROM {store}.log_events WHERE refresh_request_line(ts, request);
 
 CREATE OR REPLACE TEMP VIEW log_request_lines AS
-SELECT * FROM {store}.log_request_lines
-WHERE ts BETWEEN getvariable('refresh_requests_from') AND getvariable('refresh_requests_to')
-  AND request IN (SELECT request FROM refresh_requests)
-UNION ALL
-SELECT * FROM {store}.log_request_lines WHERE ts IS NULL AND request IN (SELECT request FROM refresh_requests);
+SELECT * FROM {store}.log_request_lines WHERE refresh_request_line(ts, request);
 
 CREATE OR REPLACE TEMP VIEW log_hedge_decisions AS
-SELECT * FROM {store}.log_hedge_decisions
-WHERE ts BETWEEN getvariable('refresh_requests_from') AND getvariable('refresh_requests_to')
-  AND request IN (SELECT request FROM refresh_requests)
-UNION ALL
-SELECT * FROM {store}.log_hedge_decisions WHERE ts IS NULL AND request IN (SELECT request FROM refresh_requests);
+SELECT * FROM {store}.log_hedge_decisions WHERE refresh_request_line(ts, request);
 
 CREATE OR REPLACE TEMP VIEW attempts AS
 SELECT * FROM {store}.derived_attempts WHERE request IN (SELECT request FROM refresh_requests);
