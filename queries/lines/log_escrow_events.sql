@@ -24,10 +24,14 @@ SELECT
     fields->>'error' AS error,
     (name = 'runner_prepare_failed' AND fields->>'error' LIKE '%insufficient escrow balance%') AS insufficient_balance,
     fields
-FROM log_events
-WHERE (kind = 'event' AND (
-          name LIKE 'escrow\_%' ESCAPE '\' OR name LIKE 'settlement\_%' ESCAPE '\'
-          OR name LIKE 'auto\_settle\_%' ESCAPE '\' OR name LIKE 'runtime\_retire%' ESCAPE '\'
-          OR name LIKE 'devshard\_settle\_%' ESCAPE '\'
-          OR name IN ('gateway_replacing_exhausted_escrow', 'devshard_deactivated')))
-   OR (kind = 'stage' AND name = 'runner_prepare_failed')
+-- The lines are found by name alone in each branch of the UNION ALL: DuckDB then filters the
+-- scan itself and decompresses no other line's fields (one OR over kind and name filtered
+-- after the scan, and read every line's fields: ~0.5 CPU-s per GB of log, for a few rows).
+FROM (SELECT * FROM log_events
+      WHERE kind = 'event'
+        AND (name LIKE 'escrow\_%' ESCAPE '\' OR name LIKE 'settlement\_%' ESCAPE '\'
+             OR name LIKE 'auto\_settle\_%' ESCAPE '\' OR name LIKE 'runtime\_retire%' ESCAPE '\'
+             OR name LIKE 'devshard\_settle\_%' ESCAPE '\'
+             OR name IN ('gateway_replacing_exhausted_escrow', 'devshard_deactivated'))
+      UNION ALL
+      SELECT * FROM log_events WHERE kind = 'stage' AND name = 'runner_prepare_failed')
