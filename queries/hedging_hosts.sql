@@ -49,7 +49,7 @@ WITH a AS (
            sum(usage_tokens) FILTER (WHERE wasted) AS wasted_tokens,
            round(sum(attempt_ms) / 1000.0, 3) AS attempt_seconds,
            sum(output_bytes) AS output_bytes,
-           any_value(participant) FILTER (WHERE length(participant) > 8) AS logged_address
+           min(participant) FILTER (WHERE length(participant) > 8) AS logged_address
     FROM a GROUP BY host
 )
 SELECT coalesce(l.address, p.logged_address, p.label) AS host, p.label,

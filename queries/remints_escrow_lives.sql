@@ -6,7 +6,8 @@
 --   model and creation epoch (chain record first, then the log's escrow_rotation_created,
 --   then accounting, where "epoch" is the escrow's creation epoch) and where they came from;
 --   the mint (time, role, tx hash); the chain record (found, amount, token_price, settled);
---   the first and last log line about it; the end-of-life lines, each the first of its kind:
+--   the first and last log line about it; the end-of-life lines, each the first of its kind
+--   (by time, then by place in the logs):
 --   escrow_depletion_deactivated (reason, settlement_due), devshard_deactivated and
 --   runtime_retired (rotation disabled), escrow_balance_exhausted,
 --   gateway_replacing_exhausted_escrow, escrow_balance_low (balance, threshold),
@@ -28,65 +29,68 @@ seen AS (
     SELECT escrow AS id, min(ts) AS first_seen, max(ts) AS last_seen, count(*) AS log_lines
     FROM log_events WHERE escrow IS NOT NULL GROUP BY escrow
 ),
+escrow_lines AS (   -- pos: the order of lines logged at one time (file, then line)
+    SELECT *, file_id::BIGINT * 1000000000000 + line_no AS pos FROM log_escrow_events
+),
 ev AS (
     SELECT escrow AS id,
         min(ts) FILTER (WHERE event = 'escrow_rotation_created')                    AS minted_at,
-        first(role ORDER BY ts) FILTER (WHERE event = 'escrow_rotation_created')    AS role,
-        first(epoch ORDER BY ts) FILTER (WHERE event = 'escrow_rotation_created')   AS log_epoch,
-        first(model ORDER BY ts) FILTER (WHERE event = 'escrow_rotation_created')   AS log_model,
-        first(tx_hash ORDER BY ts) FILTER (WHERE event = 'escrow_rotation_created') AS mint_tx,
+        first(role ORDER BY ts, pos) FILTER (WHERE event = 'escrow_rotation_created')    AS role,
+        first(epoch ORDER BY ts, pos) FILTER (WHERE event = 'escrow_rotation_created')   AS log_epoch,
+        first(model ORDER BY ts, pos) FILTER (WHERE event = 'escrow_rotation_created')   AS log_model,
+        first(tx_hash ORDER BY ts, pos) FILTER (WHERE event = 'escrow_rotation_created') AS mint_tx,
         min(ts) FILTER (WHERE event = 'escrow_depletion_deactivated')               AS deactivated_at,
-        first(reason ORDER BY ts) FILTER (WHERE event = 'escrow_depletion_deactivated') AS deactivation_reason,
-        first(settlement_due ORDER BY ts) FILTER (WHERE event = 'escrow_depletion_deactivated') AS settlement_due,
-        first(deactivated_in_store ORDER BY ts) FILTER (WHERE event = 'escrow_depletion_deactivated') AS deactivated_in_store,
+        first(reason ORDER BY ts, pos) FILTER (WHERE event = 'escrow_depletion_deactivated') AS deactivation_reason,
+        first(settlement_due ORDER BY ts, pos) FILTER (WHERE event = 'escrow_depletion_deactivated') AS settlement_due,
+        first(deactivated_in_store ORDER BY ts, pos) FILTER (WHERE event = 'escrow_depletion_deactivated') AS deactivated_in_store,
         min(ts) FILTER (WHERE event = 'devshard_deactivated')                       AS devshard_deactivated_at,
-        first(reason ORDER BY ts) FILTER (WHERE event = 'devshard_deactivated')     AS devshard_deactivated_reason,
+        first(reason ORDER BY ts, pos) FILTER (WHERE event = 'devshard_deactivated')     AS devshard_deactivated_reason,
         min(ts) FILTER (WHERE event = 'runtime_retired' AND coalesce(reason, '') <> 'settled') AS retired_at,
-        first(reason ORDER BY ts) FILTER (WHERE event = 'runtime_retired' AND coalesce(reason, '') <> 'settled') AS retired_reason,
+        first(reason ORDER BY ts, pos) FILTER (WHERE event = 'runtime_retired' AND coalesce(reason, '') <> 'settled') AS retired_reason,
         min(ts) FILTER (WHERE event = 'escrow_balance_exhausted')                   AS exhausted_at,
         min(ts) FILTER (WHERE event = 'gateway_replacing_exhausted_escrow')         AS replacing_at,
         min(ts) FILTER (WHERE event = 'escrow_balance_low')                         AS low_at,
-        first(balance ORDER BY ts) FILTER (WHERE event = 'escrow_balance_low')      AS low_balance,
-        first(threshold ORDER BY ts) FILTER (WHERE event = 'escrow_balance_low')    AS low_threshold,
+        first(balance ORDER BY ts, pos) FILTER (WHERE event = 'escrow_balance_low')      AS low_balance,
+        first(threshold ORDER BY ts, pos) FILTER (WHERE event = 'escrow_balance_low')    AS low_threshold,
         min(ts) FILTER (WHERE event = 'escrow_nonce_high')                          AS nonce_high_at,
-        first(nonce ORDER BY ts) FILTER (WHERE event = 'escrow_nonce_high')         AS nonce_high,
-        first(nonce_limit ORDER BY ts) FILTER (WHERE event = 'escrow_nonce_high')   AS nonce_limit,
+        first(nonce ORDER BY ts, pos) FILTER (WHERE event = 'escrow_nonce_high')         AS nonce_high,
+        first(nonce_limit ORDER BY ts, pos) FILTER (WHERE event = 'escrow_nonce_high')   AS nonce_limit,
         min(ts) FILTER (WHERE event LIKE 'escrow\_rotation\_settling%' ESCAPE '\'
                            OR event = 'escrow_rotation_deactivated_without_settlement') AS rotation_retired_at,
-        first(event || coalesce(' reason="' || reason || '"', '') ORDER BY ts)
+        first(event || coalesce(' reason="' || reason || '"', '') ORDER BY ts, pos)
             FILTER (WHERE event LIKE 'escrow\_rotation\_settling%' ESCAPE '\'
                        OR event = 'escrow_rotation_deactivated_without_settlement') AS rotation_retired_line,
-        first(reason ORDER BY ts)
+        first(reason ORDER BY ts, pos)
             FILTER (WHERE (event LIKE 'escrow\_rotation\_settling%' ESCAPE '\'
                            OR event = 'escrow_rotation_deactivated_without_settlement')
                       AND reason IS NOT NULL)                                       AS rotation_reason,
         min(ts) FILTER (WHERE event IN ('escrow_hold_expired', 'escrow_hold_unrecoverable')) AS hold_end_at,
-        first(event ORDER BY ts) FILTER (WHERE event IN ('escrow_hold_expired', 'escrow_hold_unrecoverable')) AS hold_end_event,
+        first(event ORDER BY ts, pos) FILTER (WHERE event IN ('escrow_hold_expired', 'escrow_hold_unrecoverable')) AS hold_end_event,
         min(ts) FILTER (WHERE event IN ('auto_settle_confirmed', 'devshard_settle_confirmed')) AS settled_at,
         count(*) FILTER (WHERE insufficient_balance)                                AS insufficient_failures
-    FROM log_escrow_events
+    FROM escrow_lines
     WHERE escrow IS NOT NULL
     GROUP BY escrow
 ),
 repl AS (
     SELECT escrow AS id,
         min(ts) AS replaced_at,
-        first(new_escrow ORDER BY ts) AS replacement_escrow,
-        first(reason ORDER BY ts) AS replacement_reason,
-        first(tx_hash ORDER BY ts) AS replacement_tx,
-        first(model ORDER BY ts) AS repl_model
-    FROM log_escrow_events
+        first(new_escrow ORDER BY ts, pos) AS replacement_escrow,
+        first(reason ORDER BY ts, pos) AS replacement_reason,
+        first(tx_hash ORDER BY ts, pos) AS replacement_tx,
+        first(model ORDER BY ts, pos) AS repl_model
+    FROM escrow_lines
     WHERE event = 'escrow_depletion_replacement_created'
     GROUP BY escrow
 ),
 replaces AS (   -- the escrow this one was minted to replace
-    SELECT new_escrow AS id, first(escrow ORDER BY ts) AS replaces_escrow, first(model ORDER BY ts) AS new_model
-    FROM log_escrow_events
+    SELECT new_escrow AS id, first(escrow ORDER BY ts, pos) AS replaces_escrow, first(model ORDER BY ts, pos) AS new_model
+    FROM escrow_lines
     WHERE event = 'escrow_depletion_replacement_created' AND new_escrow IS NOT NULL
     GROUP BY new_escrow
 ),
 req_model AS (
-    SELECT escrow AS id, first(model ORDER BY first_ts) AS model
+    SELECT escrow AS id, first(model ORDER BY first_ts, request) AS model
     FROM log_requests WHERE escrow IS NOT NULL AND model IS NOT NULL GROUP BY escrow
 ),
 acct AS (

@@ -8,16 +8,22 @@
 -- epoch, else its chain record's creation epoch), tx hash, and for replacements the escrow
 -- it replaced and the reason logged.
 -- Reads: log_escrow_events, chain_escrows.
+-- The facts of a mint are its first line's: by time, then (a tie) by place in the logs.
 WITH created AS (
-    SELECT escrow, min(ts) AS ts, first(role ORDER BY ts) AS role, first(epoch ORDER BY ts) AS epoch,
-           first(model ORDER BY ts) AS model, first(tx_hash ORDER BY ts) AS tx_hash
+    SELECT escrow, min(ts) AS ts,
+           first(role ORDER BY ts, file_id, line_no) AS role,
+           first(epoch ORDER BY ts, file_id, line_no) AS epoch,
+           first(model ORDER BY ts, file_id, line_no) AS model,
+           first(tx_hash ORDER BY ts, file_id, line_no) AS tx_hash
     FROM log_escrow_events WHERE event = 'escrow_rotation_created' AND escrow IS NOT NULL
     GROUP BY escrow
 ),
 repl AS (
-    SELECT new_escrow AS escrow, min(ts) AS ts, first(escrow ORDER BY ts) AS replaces_escrow,
-           first(reason ORDER BY ts) AS reason, first(model ORDER BY ts) AS model,
-           first(tx_hash ORDER BY ts) AS tx_hash
+    SELECT new_escrow AS escrow, min(ts) AS ts,
+           first(escrow ORDER BY ts, file_id, line_no) AS replaces_escrow,
+           first(reason ORDER BY ts, file_id, line_no) AS reason,
+           first(model ORDER BY ts, file_id, line_no) AS model,
+           first(tx_hash ORDER BY ts, file_id, line_no) AS tx_hash
     FROM log_escrow_events WHERE event = 'escrow_depletion_replacement_created' AND new_escrow IS NOT NULL
     GROUP BY new_escrow
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -200,6 +202,24 @@ def test_the_reservation_formula_decides(tmp_path):
     # and a request that would have fitted that balance is not explained: unknown, with why
     d = by_escrow(remints(tmp_path / "b.duckdb", variant(tmp_path, amount_80502=28_915_200 + 93_000_000)))[80502]
     assert d["classification"] == "unknown" and "does not exceed" in " ".join(d["missing"])
+
+
+def test_of_two_lines_with_one_time_the_first_logged_is_the_escrows(tmp_path):
+    # a second line with the same timestamp (a repeated line, or one logged in the same
+    # nanosecond) after 80502's deactivation and after its minting as 80401's replacement:
+    # the line before it in the log gives the reason, of the deactivation and of the mint
+    d = tmp_path / "fx"
+    shutil.copytree(HERE, d)
+    log = d / "gateway.log"
+    lines = log.read_text().splitlines(keepends=True)
+    for marker in ("escrow_depletion_deactivated escrow=80502", "old_escrow=80401 new_escrow=80502"):
+        i = next(i for i, x in enumerate(lines) if marker in x)
+        lines.insert(i + 1, re.sub(r'reason="[^"]*"', 'reason="logged_second"', lines[i]))
+    log.write_text("".join(lines))
+    report = remints(tmp_path / "a.duckdb", d)
+    assert by_escrow(report)[80502]["reason"] == "balance_exhausted"
+    mint, = [e for m in report["mints"] for e in m["events"] if e["escrow"] == 80502]
+    assert mint["replacement_reason"] == "low_balance"
 
 
 def test_without_the_epoch_start_the_rotation_target_is_unknown_not_zero(tmp_path, db):
