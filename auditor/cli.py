@@ -551,6 +551,9 @@ def sql(
 ) -> None:
     """Run a query against the store and print the result.
 
+    The views over the gateway logs that analyses keep as tables (hedge_races, log_requests,
+    ...) are read from those tables while they are up to date with the stored log.
+
     \b
     Example:
       auditor sql "SELECT participant, missed_requests FROM chain_performance WHERE epoch = 433"
@@ -560,6 +563,7 @@ def sql(
     from .store import Store
 
     with Store(_db(), read_only=True) as store:
+        store.read_kept()
         result = render.query_result(store, query)
     render.emit(result, fmt.value, output)
 

@@ -305,8 +305,7 @@ class Store:
             for view in views:
                 _check_name(view)
                 if not self._shadowed[view]:
-                    stamp = stamp or (self._one("SELECT digest FROM schema_views")[0],
-                                      self._one("SELECT count(*) FROM log_events")[0])
+                    stamp = stamp or self._stamp()
                     self._build_derived(view, stamp)
                     # a temporary view of the same name is found before main's
                     self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
@@ -318,6 +317,30 @@ class Store:
                 self._shadowed[view] -= 1
                 if not self._shadowed[view]:
                     self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
+
+    def read_kept(self) -> list[str]:
+        """Read each view whose kept table is up to date (built from the store's definitions of
+        the views, over every stored log line) from that table, as ``derived`` does, but build none: for
+        `auditor sql`, whose store is read-only, so that a busy day's ``hedge_races`` is its
+        kept rows rather than the views under it worked out over the whole log again. A view
+        whose table is missing or behind is worked out as usual. The views read so."""
+        tables = {t for (t,) in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")
+                  .fetchall()}
+        if not {"derived_state", "schema_views"} <= tables or not self._one("SELECT 1 FROM schema_views"):
+            return []           # a store no auditor that keeps tables has written to
+        kept = [name for (name,) in self.con.execute(
+            "SELECT name FROM derived_state WHERE views_digest = ? AND log_events = ? ORDER BY name",
+            list(self._stamp())).fetchall() if f"derived_{name}" in tables]
+        for view in kept:
+            _check_name(view)
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
+            self._shadowed[view] += 1
+        return kept
+
+    def _stamp(self) -> tuple[str, int]:
+        """What a kept table is up to date at: the views' definitions (their digest) and the
+        log_events rows it has read."""
+        return self._one("SELECT digest FROM schema_views")[0], self._one("SELECT count(*) FROM log_events")[0]
 
     def _build_derived(self, view: str, stamp: tuple[str, int]) -> None:
         """(Re)build ``derived_<view>`` unless derived_state says it was built at ``stamp``:

@@ -203,6 +203,25 @@ def test_derived_tables_are_kept_and_rebuilt_when_logs_arrive(tmp_path, incident
     assert rep["totals"] == whole["totals"]
 
 
+def test_sql_reads_the_kept_tables_while_they_are_up_to_date(tmp_path):
+    """`auditor sql` reads a view from its kept table while the table is up to date (a busy
+    day's hedge_races in milliseconds, not worked out over the whole log), and from the view
+    once more log is collected and the table is behind."""
+    import duckdb
+
+    db = tmp_path / "a.duckdb"
+    query = "SELECT DISTINCT winner_host AS host FROM hedge_races"
+    assert run_cli("collect", "--gateway-log", str(H / "incident-part1.log"), db=db).returncode == 0
+    assert run_json("sql", query, "--format", "json", db=db)["rows"]        # nothing kept yet: the view
+    run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)      # keeps the tables
+    with duckdb.connect(str(db)) as con:                 # mark the kept rows, to see which were read
+        con.execute("UPDATE derived_hedge_races SET winner_host = 'kept'")
+    assert run_json("sql", query, "--format", "json", db=db)["rows"] == [{"host": "kept"}]
+    assert run_cli("collect", "--gateway-log", str(H / "incident-part2.log"), db=db).returncode == 0
+    rows = run_json("sql", query, "--format", "json", db=db)["rows"]
+    assert rows and {"host": "kept"} not in rows
+
+
 def test_hours_are_utc_whatever_the_machines_zone(incident):
     """The per-hour buckets are UTC hours on a machine in a half-hour zone too."""
     db, plain = incident
