@@ -319,11 +319,12 @@ class Store:
                     self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
 
     def read_kept(self) -> list[str]:
-        """Read each view whose kept table is up to date (built from the store's definitions of
-        the views, over every stored log line) from that table, as ``derived`` does, but build none: for
-        `auditor sql`, whose store is read-only, so that a busy day's ``hedge_races`` is its
-        kept rows rather than the views under it worked out over the whole log again. A view
-        whose table is missing or behind is worked out as usual. The views read so."""
+        """Read each view whose kept table is up to date (built from the store's definitions
+        of the views, over every stored log line) from that table, as ``derived`` does, but
+        build none: for `auditor sql`, whose store is read-only, so that a busy day's
+        ``hedge_races`` is its kept rows rather than the views under it worked out over the
+        whole log again. A view whose table is missing or behind is worked out as usual.
+        The views read so."""
         tables = {t for (t,) in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")
                   .fetchall()}
         if not {"derived_state", "schema_views"} <= tables or not self._one("SELECT 1 FROM schema_views"):

@@ -24,9 +24,9 @@ SELECT
     fields->>'error' AS error,
     (name = 'runner_prepare_failed' AND fields->>'error' LIKE '%insufficient escrow balance%') AS insufficient_balance,
     fields
--- The lines are found by name alone in each branch of the UNION ALL: DuckDB then filters the
--- scan itself and decompresses no other line's fields (one OR over kind and name filtered
--- after the scan, and read every line's fields: ~0.5 CPU-s per GB of log, for a few rows).
+-- Each branch of the UNION ALL finds its lines by name: DuckDB then filters the scan itself
+-- and decompresses no other line's fields (one OR over kind and name is filtered after the
+-- scan, which then reads every line's fields: ~0.5 CPU-s per GB of log, for a few rows).
 FROM (SELECT * FROM log_events
       WHERE kind = 'event'
         AND (name LIKE 'escrow\_%' ESCAPE '\' OR name LIKE 'settlement\_%' ESCAPE '\'
