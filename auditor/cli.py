@@ -698,6 +698,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(130)
         if state.debug:
             _print_traceback()
+        if type(exc).__name__ == "OutOfMemoryException":       # DuckDB's, past its memory_limit
+            from .errors import out_of_memory
+
+            _fail(out_of_memory(exc), EXIT_SOURCE)
         _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", EXIT_SOURCE)
     if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130
         print("auditor: interrupted", file=sys.stderr)

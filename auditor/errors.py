@@ -58,3 +58,14 @@ def cannot_write(path: object, exc: OSError) -> AuditorError:
         cause = "a parent of it is a file, not a directory"
     usage = errno.errorcode.get(exc.errno or 0) in _PATH_ERRNOS
     return (UsageError if usage else OutputError)(f"cannot write {path}: {cause}")
+
+
+def out_of_memory(exc: BaseException) -> str:
+    """The one line for DuckDB running out of the memory it may use (its OutOfMemoryException:
+    its own advice is SQL a user of auditor cannot type): what ran out, and the two settings
+    that help. Nothing half-done is stored: each step that writes is one transaction."""
+    from .store import memory_limit
+
+    what = str(exc).split("\n", 1)[0].strip().removeprefix("Out of Memory Error: ")
+    return (f"error: DuckDB ran out of the memory it may use ({memory_limit()}; {what}): run the command "
+            f"again with more, e.g. AUDITOR_MEMORY_LIMIT=4GB, or with AUDITOR_THREADS=1")

@@ -170,7 +170,7 @@ class Store:
         over a busy day is bounded whatever the machine's RAM; threads, the CPUs this process
         may run on (a container's cpuset, not the host's cores). ``$AUDITOR_MEMORY_LIMIT`` (a
         DuckDB size, e.g. ``4GB``) and ``$AUDITOR_THREADS`` override them."""
-        limit = os.environ.get("AUDITOR_MEMORY_LIMIT") or MEMORY_LIMIT
+        limit = memory_limit()
         try:
             threads = int(os.environ.get("AUDITOR_THREADS") or len(os.sched_getaffinity(0)))
         except (ValueError, AttributeError):
@@ -597,6 +597,11 @@ def _arrow_type(pa, name: str):
 
 SMALL_INSERT = 64
 MEMORY_LIMIT = "1GB"     # DuckDB's buffers (Store._limit_resources)
+
+
+def memory_limit() -> str:
+    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT``, else MEMORY_LIMIT."""
+    return os.environ.get("AUDITOR_MEMORY_LIMIT") or MEMORY_LIMIT
 
 
 def _literal(v: str | bool) -> str:

@@ -484,3 +484,24 @@ def test_an_analysis_of_a_store_that_does_not_exist_says_so_and_makes_none(tmp_p
         assert r.returncode == 3, (args, r.stderr)
         assert "no database at" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "no").exists()
+
+
+# -- DuckDB out of the memory it may use ---------------------------------------------------------
+def test_duckdb_out_of_memory_is_one_line_saying_what_helps_and_stores_nothing_half_done(tmp_path):
+    """Past AUDITOR_MEMORY_LIMIT DuckDB raises its OutOfMemoryException, whose advice is SQL
+    (SET memory_limit=...): one line, exit 3, naming the limit and the settings that help, for
+    an analysis and for `auditor sql`; the kept tables it was building are not half stored, so
+    the same store then gives the same answer as a store that never ran short."""
+    from conftest import FIXTURES, run_json
+
+    log = str(FIXTURES / "hedging" / "incident.log")
+    span = ["--since", "2026-10-23T11:00:00", "--until", "2026-10-23T13:00:00", "--format", "json"]
+    short, plenty = tmp_path / "short.duckdb", tmp_path / "plenty.duckdb"
+    for db in (short, plenty):
+        assert run_cli("--quiet", "collect", "--gateway-log", log, db=db).returncode == 0
+    low = {"AUDITOR_MEMORY_LIMIT": "2MB"}
+    for args in (["hedging", "--offline", *span], ["sql", "SELECT count(*) FROM hedge_races"]):
+        line = one_line(run_cli("--quiet", *args, db=short, env=low), 3)
+        assert "ran out of the memory it may use (2MB;" in line and "AUDITOR_MEMORY_LIMIT=4GB" in line, line
+        assert "internal error" not in line and "SET memory_limit" not in line, line
+    assert run_json("hedging", "--offline", *span, db=short) == run_json("hedging", "--offline", *span, db=plenty)

@@ -303,6 +303,8 @@ def query_result(store, sql: str) -> Result:
 
     try:
         columns, rows = store.table(sql)
+    except duckdb.OutOfMemoryException:
+        raise                               # not the query's fault: the CLI says what helps
     except duckdb.Error as exc:
         raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from exc
     table = Table(title=f"{len(rows)} row(s)", columns=columns, rows=rows)
