@@ -685,7 +685,9 @@ def main(argv: list[str] | None = None) -> None:
     except AuditorError as exc:
         if state.debug:
             _print_traceback()
-        _fail(f"error: {exc}", exc.exit_code)
+        from .errors import caused_by_memory
+
+        _fail(f"error: {exc}{caused_by_memory(exc)}", exc.exit_code)
     except KeyboardInterrupt:
         print("auditor: interrupted", file=sys.stderr)
         sys.exit(130)

@@ -67,5 +67,17 @@ def out_of_memory(exc: BaseException) -> str:
     from .store import memory_limit
 
     what = str(exc).split("\n", 1)[0].strip().removeprefix("Out of Memory Error: ")
-    return (f"error: DuckDB ran out of the memory it may use ({memory_limit()}; {what}): run the command "
-            f"again with more, e.g. AUDITOR_MEMORY_LIMIT=4GB, or with AUDITOR_THREADS=1")
+    return f"error: DuckDB ran out of the memory it may use ({memory_limit()}; {what}): {_MORE_MEMORY}"
+
+
+def caused_by_memory(exc: AuditorError) -> str:
+    """What to add to ``exc``'s line when DuckDB running out of memory caused it (a collect's
+    step that says what it stored and what it did not), else nothing."""
+    if type(exc.__cause__).__name__ != "OutOfMemoryException":
+        return ""
+    from .store import memory_limit
+
+    return f" (DuckDB may use {memory_limit()}: {_MORE_MEMORY})"
+
+
+_MORE_MEMORY = "run the command again with more, e.g. AUDITOR_MEMORY_LIMIT=4GB, or with AUDITOR_THREADS=1"

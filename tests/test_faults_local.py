@@ -505,3 +505,8 @@ def test_duckdb_out_of_memory_is_one_line_saying_what_helps_and_stores_nothing_h
         assert "ran out of the memory it may use (2MB;" in line and "AUDITOR_MEMORY_LIMIT=4GB" in line, line
         assert "internal error" not in line and "SET memory_limit" not in line, line
     assert run_json("hedging", "--offline", *span, db=short) == run_json("hedging", "--offline", *span, db=plenty)
+    # a collect short of memory says what it stored, and what helps
+    for limit in ("2MB", "8MB"):
+        line = one_line(run_cli("--quiet", "collect", "--gateway-log", log, db=tmp_path / f"{limit}.duckdb",
+                                env={"AUDITOR_MEMORY_LIMIT": limit}), 3)
+        assert f"DuckDB may use {limit}:" in line and "AUDITOR_MEMORY_LIMIT=4GB" in line, line
