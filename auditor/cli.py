@@ -25,7 +25,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .errors import EXIT_SOURCE, EXIT_USAGE, AuditorError
+from .errors import EXIT_SOURCE, EXIT_USAGE, AuditorError, caused_by_memory, is_out_of_memory, out_of_memory
 
 app = typer.Typer(
     name="auditor",
@@ -685,8 +685,6 @@ def main(argv: list[str] | None = None) -> None:
     except AuditorError as exc:
         if state.debug:
             _print_traceback()
-        from .errors import caused_by_memory
-
         _fail(f"error: {exc}{caused_by_memory(exc)}", exc.exit_code)
     except KeyboardInterrupt:
         print("auditor: interrupted", file=sys.stderr)
@@ -700,9 +698,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(130)
         if state.debug:
             _print_traceback()
-        if type(exc).__name__ == "OutOfMemoryException":       # DuckDB's, past its memory_limit
-            from .errors import out_of_memory
-
+        if is_out_of_memory(exc):
             _fail(out_of_memory(exc), EXIT_SOURCE)
         _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", EXIT_SOURCE)
     if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130

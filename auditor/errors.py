@@ -60,6 +60,12 @@ def cannot_write(path: object, exc: OSError) -> AuditorError:
     return (UsageError if usage else OutputError)(f"cannot write {path}: {cause}")
 
 
+def is_out_of_memory(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is DuckDB's OutOfMemoryException (past its memory_limit), told by name:
+    this module does not import duckdb (the CLI's start-up does not need it)."""
+    return type(exc).__name__ == "OutOfMemoryException"
+
+
 def out_of_memory(exc: BaseException) -> str:
     """The one line for DuckDB running out of the memory it may use (its OutOfMemoryException:
     its own advice is SQL a user of auditor cannot type): what ran out, and the two settings
@@ -73,7 +79,7 @@ def out_of_memory(exc: BaseException) -> str:
 def caused_by_memory(exc: AuditorError) -> str:
     """What to add to ``exc``'s line when DuckDB running out of memory caused it (a collect's
     step that says what it stored and what it did not), else nothing."""
-    if type(exc.__cause__).__name__ != "OutOfMemoryException":
+    if not is_out_of_memory(exc.__cause__):
         return ""
     from .store import memory_limit
 

@@ -307,8 +307,7 @@ class Store:
                 if not self._shadowed[view]:
                     stamp = stamp or self._stamp()
                     self._build_derived(view, stamp)
-                    # a temporary view of the same name is found before main's
-                    self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
+                    self._read_from_kept(view)
                 self._shadowed[view] += 1
                 entered.append(view)
             yield
@@ -318,25 +317,27 @@ class Store:
                 if not self._shadowed[view]:
                     self.con.execute(f"DROP VIEW IF EXISTS temp.{view}")
 
-    def read_kept(self) -> list[str]:
+    def read_kept(self) -> None:
         """Read each view whose kept table is up to date (built from the store's definitions
         of the views, over every stored log line) from that table, as ``derived`` does, but
         build none: for `auditor sql`, whose store is read-only, so that a busy day's
         ``hedge_races`` is its kept rows rather than the views under it worked out over the
-        whole log again. A view whose table is missing or behind is worked out as usual.
-        The views read so."""
+        whole log again. A view whose table is missing or behind is worked out as usual."""
         tables = {t for (t,) in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")
                   .fetchall()}
         if not {"derived_state", "schema_views"} <= tables or not self._one("SELECT 1 FROM schema_views"):
-            return []           # a store no auditor that keeps tables has written to
+            return              # a store no auditor that keeps tables has written to
         kept = [name for (name,) in self.con.execute(
             "SELECT name FROM derived_state WHERE views_digest = ? AND log_events = ? ORDER BY name",
             list(self._stamp())).fetchall() if f"derived_{name}" in tables]
         for view in kept:
             _check_name(view)
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
+            self._read_from_kept(view)
             self._shadowed[view] += 1
-        return kept
+
+    def _read_from_kept(self, view: str) -> None:
+        # a temporary view of the same name is found before main's
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM main.derived_{view}")
 
     def _stamp(self) -> tuple[str, int]:
         """What a kept table is up to date at: the views' definitions (their digest) and the
