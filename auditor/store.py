@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -146,6 +147,7 @@ class Store:
         # to date rather than worked out whole) on this connection: tests check
         # that a run does its work once
         self.executed: Counter[str] = Counter()
+        self._counting = threading.Lock()            # executed is shared with this store's workers
         self._shadowed: Counter[str] = Counter()     # views read from their derived tables (derived)
         # view -> the log_events row counts its last refresh on this connection went from and to
         self._refreshed: dict[str, tuple[int, int] | None] = {}
@@ -175,9 +177,10 @@ class Store:
             threads = int(os.environ.get("AUDITOR_THREADS") or len(os.sched_getaffinity(0)))
         except (ValueError, AttributeError):
             threads = os.cpu_count() or 1
+        self.threads = max(1, threads)     # also how many analyses an epoch report runs at once
         try:
             self.con.execute(f"SET memory_limit = '{limit}'")
-            self.con.execute(f"SET threads = {max(1, threads)}")
+            self.con.execute(f"SET threads = {self.threads}")
         except duckdb.Error as exc:
             self.con.close()
             raise UsageError(f"AUDITOR_MEMORY_LIMIT / AUDITOR_THREADS: {str(exc).splitlines()[0]}") from exc
@@ -254,7 +257,7 @@ class Store:
         rows = total - min(r for _, r in behind)
         with self._step(f"reading {rows:,} log lines into the line tables"), self.transaction():
             for name, rows_read in behind:
-                self.executed[f"lines:{name}"] += 1
+                self._count(f"lines:{name}")
                 # NOT MATERIALIZED: a definition that reads log_events twice (a UNION ALL)
                 # would otherwise copy every new row into a temporary result first
                 self.con.execute(f"INSERT INTO main.{name} SELECT * FROM (WITH log_events AS NOT MATERIALIZED "
@@ -355,9 +358,9 @@ class Store:
             return
         since = built[1] if exists and built is not None and built[0] == stamp[0] else None
         script = self._refresh_script(view, since, stamp)
-        self.executed[f"derived:{view}"] += 1
+        self._count(f"derived:{view}")
         if script is not None:
-            self.executed[f"refreshed:{view}"] += 1
+            self._count(f"refreshed:{view}")
         what = (f"bringing {view} up to date with {stamp[1] - since:,} new log lines" if script is not None
                 else f"working out {view} from the stored log")
         try:
@@ -532,7 +535,7 @@ class Store:
         path = queries_dir() / f"{name}.sql"
         if not path.is_file():
             raise StoreError(f"no query file queries/{name}.sql")
-        self.executed[name] += 1
+        self._count(name)
         return self._rows(path.read_text(encoding="utf-8"), params)
 
     # SQL run as text (not a file of queries/) counts in ``executed`` under its text; the
@@ -540,17 +543,21 @@ class Store:
     def one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
         """The first row of a query, or None. Reads the result to its end: DuckDB refuses
         further work on a connection whose last result was not fully fetched."""
-        self.executed[_sql_key(sql)] += 1
+        self._count(_sql_key(sql))
         return self._one(sql, params)
 
     def rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
-        self.executed[_sql_key(sql)] += 1
+        self._count(_sql_key(sql))
         return self._rows(sql, params)
 
     def table(self, sql: str) -> tuple[list[str], list[dict[str, Any]]]:
         """The columns and rows of ``sql`` (``auditor sql``: the columns even when no row comes)."""
-        self.executed[_sql_key(sql)] += 1
+        self._count(_sql_key(sql))
         return self._table(sql, None)
+
+    def _count(self, key: str) -> None:
+        with self._counting:
+            self.executed[key] += 1
 
     def _one(self, sql: str, params: Sequence[Any] | None = None) -> tuple | None:
         rows = self.con.execute(sql, params or None).fetchall()
@@ -568,6 +575,28 @@ class Store:
             return [], []
         cols = [d[0] for d in cur.description]
         return cols, [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    @contextmanager
+    def worker(self) -> Iterator[Store]:
+        """This store on a connection of its own, for another thread to query while this one
+        does (a DuckDB connection runs one query at a time): the same database and settings,
+        the views this store reads from their kept tables read from them too, and the same
+        ``executed`` counts. For reading: what it builds is its own until it commits."""
+        import copy
+
+        w = copy.copy(self)
+        w.con = self.con.cursor()
+        w._in_tx = False
+        w._shadowed = Counter(self._shadowed)
+        w._refreshed = dict(self._refreshed)
+        try:
+            w.con.execute("SET TimeZone = 'UTC'")
+            for view, n in self._shadowed.items():
+                if n:
+                    w._read_from_kept(view)
+            yield w
+        finally:
+            w.con.close()
 
     def close(self) -> None:
         self.con.close()

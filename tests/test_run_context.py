@@ -4,10 +4,14 @@ cpoc.py, misstest.facts). Counted on the demo store with Store.executed, in proc
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
-from auditor.analyses import cpoc, epoch_report, misstest, poc_overload, targets
+from auditor.analyses import cpoc, epoch_facts, epoch_report, hedging, misstest, poc_overload, targets
 from auditor.analyses.context import Run, run_for
+from auditor.analyses.registry import Analysis
 from auditor.store import Store
 from conftest import FIXTURES, run_cli
 
@@ -107,3 +111,111 @@ def test_a_run_caches_and_belongs_to_one_store_and_epoch(demo_db):
         assert run_for(store, 403, ctx) is ctx and run_for(store, 403, None) is not ctx
         with pytest.raises(ValueError):
             run_for(store, 402, ctx)
+
+
+def test_a_fact_two_threads_ask_for_at_once_is_computed_once(demo_db):
+    """The epoch report runs two analyses at a time: the second to ask for a fact waits for
+    the first's, and both get the same object."""
+    with Store(demo_db, read_only=True) as store:
+        ctx = Run(store, 403)
+        calls, got, both = [], [], threading.Barrier(2)
+
+        def compute() -> object:
+            calls.append(1)
+            time.sleep(0.05)             # long enough for the other thread to ask meanwhile
+            return object()
+
+        def ask() -> None:
+            both.wait()
+            got.append(ctx.shared("x", compute))
+
+        threads = [threading.Thread(target=ask) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(calls) == 1 and len(got) == 2 and got[0] is got[1]
+
+
+def _threads_of_analyses(monkeypatch) -> dict[str, str]:
+    """Analysis key -> the name of the thread that ran it, from now on."""
+    seen: dict[str, str] = {}
+    run = Analysis.run
+
+    def recorded(self, *args, **kwargs):
+        seen[self.key] = threading.current_thread().name
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(Analysis, "run", recorded)
+    return seen
+
+
+def test_the_epoch_report_runs_two_analyses_at_a_time_each_query_once(demo_db, monkeypatch):
+    monkeypatch.setenv("AUDITOR_THREADS", "2")
+    seen = _threads_of_analyses(monkeypatch)
+    with Store(demo_db) as store:
+        report = epoch_report.run(store, 403)
+        counts = dict(store.executed)
+    assert len(set(seen.values())) == 2 and set(seen) == {p.key for p in report.parts}
+    assert [p.key for p in report.parts] == [a.key for a in epoch_report.ANALYSES]
+    assert counts.get("hedging_races") == 1 and {name: n for name, n in counts.items() if n > 1} == {}
+
+
+def test_two_analyses_at_a_time_give_the_report_of_one_at_a_time(demo_db):
+    """AUDITOR_THREADS=1: one analysis at a time, on one connection; the same report."""
+    one = run_cli("epoch", "403", "--offline", "--format", "json", db=demo_db, env={"AUDITOR_THREADS": "1"})
+    two = run_cli("epoch", "403", "--offline", "--format", "json", db=demo_db, env={"AUDITOR_THREADS": "2"})
+    assert one.returncode == two.returncode == 0, (one.stderr, two.stderr)
+    assert one.stdout == two.stdout
+
+
+@pytest.mark.parametrize("failing, raised", [(["hedging"], "hedging"), (["heights", "hedging"], "heights")])
+def test_the_first_failure_in_report_order_is_raised(demo_db, monkeypatch, failing, raised):
+    """Two at a time, the helper takes hedging (near the end) while this thread takes heights
+    (the first): the error raised is the first analysis's in report order that failed, as one
+    at a time would raise it, though heights fails after hedging."""
+    monkeypatch.setenv("AUDITOR_THREADS", "2")
+    seen = _threads_of_analyses(monkeypatch)
+    hedging_failed = threading.Event()
+
+    def fail_hedging(*args, **kwargs):
+        hedging_failed.set()
+        raise RuntimeError("hedging failed")
+
+    def fail_heights(*args, **kwargs):
+        assert hedging_failed.wait(30)
+        raise RuntimeError("heights failed")
+
+    monkeypatch.setattr(hedging, "run", fail_hedging)
+    if "heights" in failing:
+        monkeypatch.setattr(epoch_facts, "heights", fail_heights)
+    with Store(demo_db) as store, pytest.raises(RuntimeError, match=f"^{raised} failed$"):
+        epoch_report.run(store, 403)
+    assert seen["hedging"] != seen["heights"]
+
+
+def test_ctrl_c_stops_the_helpers_query_and_leaves_the_store_usable(demo_db, monkeypatch):
+    """Ctrl-C while the helper runs a long query (here hedging's, made endless): the report
+    stops at once with KeyboardInterrupt, the helper's query is interrupted and its thread
+    gone, and the store answers and closes as usual (not 'connection is busy')."""
+    monkeypatch.setenv("AUDITOR_THREADS", "2")
+    querying = threading.Event()
+
+    def endless(store, *args, **kwargs):
+        querying.set()
+        store.one("SELECT count(*) FROM range(1000000000000)")
+
+    def ctrl_c(*args, **kwargs):
+        assert querying.wait(30)
+        time.sleep(0.2)                  # the query under way
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hedging, "run", endless)
+    monkeypatch.setattr(epoch_facts, "heights", ctrl_c)
+    with Store(demo_db) as store:
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            epoch_report.run(store, 403)
+        assert time.monotonic() - started < 20
+        assert not [t for t in threading.enumerate() if t.name == "auditor-analysis"]
+        assert store.one("SELECT count(*) FROM chain_epoch_heights WHERE epoch = 403")[0] > 0
