@@ -581,7 +581,8 @@ class Store:
         """This store on a connection of its own, for another thread to query while this one
         does (a DuckDB connection runs one query at a time): the same database and settings,
         the views this store reads from their kept tables read from them too, and the same
-        ``executed`` counts. For reading: what it builds is its own until it commits."""
+        ``executed`` counts. Meant for reading: the epoch report builds every kept table its
+        analyses read before they start."""
         import copy
 
         w = copy.copy(self)
