@@ -94,14 +94,14 @@ req_model AS (
     FROM log_requests WHERE escrow IS NOT NULL AND model IS NOT NULL GROUP BY escrow
 ),
 acct AS (
-    SELECT TRY_CAST(escrow_id AS BIGINT) AS id, max(epoch) AS acct_epoch, first(model) AS acct_model,
+    SELECT TRY_CAST(escrow_id AS BIGINT) AS id, max(epoch) AS acct_epoch,
+           max(nullif(model, '')) AS acct_model,           -- one model an escrow; the same pick each run
            max(latest_nonce) AS acct_latest_nonce, max(phase) AS acct_phase
     FROM acct_escrow_nonces GROUP BY 1
 )
 SELECT
     ids.id AS escrow,
-    coalesce(nullif(c.model_id, ''), ev.log_model, repl.repl_model, replaces.new_model, rm.model,
-             nullif(acct.acct_model, '')) AS model,
+    coalesce(nullif(c.model_id, ''), ev.log_model, repl.repl_model, replaces.new_model, rm.model, acct.acct_model) AS model,
     coalesce(CAST(c.epoch_index AS BIGINT), ev.log_epoch, acct.acct_epoch) AS creation_epoch,
     CASE WHEN c.epoch_index IS NOT NULL THEN 'chain devshard_escrow record'
          WHEN ev.log_epoch IS NOT NULL THEN 'escrow_rotation_created line'

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.store import Store
 from conftest import FIXTURES, run_cli, run_json
 
 HERE = FIXTURES / "remints"
@@ -335,3 +336,17 @@ def test_the_daily_textfile_counts_the_deactivations(fixture_store, tmp_path):
     fam = {f.name: f.samples for f in text_string_to_metric_families(prom.read_text())}
     got = {s.labels["classification"]: s.value for s in fam["auditor_remint_deactivations"]}
     assert got and got == {k: float(v) for k, v in report["classifications"].items()}
+
+
+def test_an_escrow_known_only_to_accounting_takes_its_model_whatever_the_row_order(fixture_store, tmp_path):
+    """Accounting rows of one escrow where one leaves the model empty: the escrow's model is
+    the one given, not whichever row DuckDB reads first (the empty one here, stored first)."""
+    db = tmp_path / "a.duckdb"
+    shutil.copy(fixture_store[0], db)
+    with Store(db) as store:
+        store.insert("acct_escrow_nonces", [
+            {"epoch": 396, "participant": "gonka1acct", "model": "", "escrow_id": "99901", "latest_nonce": 5},
+            {"epoch": 397, "participant": "gonka1acct", "model": "Qwen/QwQ-32B", "escrow_id": "99901",
+             "latest_nonce": 9}])
+        life, = [r for r in store.query("remints_escrow_lives") if r["escrow"] == 99901]
+    assert life["model"] == "Qwen/QwQ-32B" and life["acct_epoch"] == 397
