@@ -1,6 +1,7 @@
 """One run: what several analyses need (the miss test, the CPoC windows, the log span, the
 attempts around the windows) is worked out once per run and shared (auditor/analyses/context.py,
-cpoc.py, misstest.facts). Counted on the demo store with Store.executed, in process."""
+cpoc.py, misstest.facts), also when the epoch report runs two analyses at a time
+(epoch_report._analyses). Counted on the demo store with Store.executed, in process."""
 
 from __future__ import annotations
 
