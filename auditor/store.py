@@ -136,8 +136,7 @@ class Store:
             raise StoreError(f"cannot open the database {self.path}: {msg.splitlines()[0]}") from exc
         except duckdb.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {str(exc).splitlines()[0]}") from exc
-        # times come back, and date_trunc buckets them, in UTC whatever the machine's zone
-        self.con.execute("SET TimeZone = 'UTC'")
+        _in_utc(self.con)
         self._limit_resources()
         self.read_only = read_only
         self._in_tx = False
@@ -177,7 +176,7 @@ class Store:
             threads = int(os.environ.get("AUDITOR_THREADS") or len(os.sched_getaffinity(0)))
         except (ValueError, AttributeError):
             threads = os.cpu_count() or 1
-        self.threads = max(1, threads)     # also how many analyses an epoch report runs at once
+        self.threads = max(1, threads)     # with more than one, an epoch report runs two analyses at once
         try:
             self.con.execute(f"SET memory_limit = '{limit}'")
             self.con.execute(f"SET threads = {self.threads}")
@@ -591,7 +590,7 @@ class Store:
         w._shadowed = Counter(self._shadowed)
         w._refreshed = dict(self._refreshed)
         try:
-            w.con.execute("SET TimeZone = 'UTC'")
+            _in_utc(w.con)
             for view, n in self._shadowed.items():
                 if n:
                     w._read_from_kept(view)
@@ -628,6 +627,12 @@ def _arrow_type(pa, name: str):
 
 SMALL_INSERT = 64
 MEMORY_LIMIT = "1GB"     # DuckDB's buffers (Store._limit_resources)
+
+
+def _in_utc(con: duckdb.DuckDBPyConnection) -> None:
+    """Times come back, and date_trunc buckets them, in UTC whatever the machine's zone: a
+    setting of each connection (a cursor starts from the machine's zone)."""
+    con.execute("SET TimeZone = 'UTC'")
 
 
 def memory_limit() -> str:

@@ -163,11 +163,14 @@ def test_the_epoch_report_runs_two_analyses_at_a_time_each_query_once(demo_db, m
 
 
 def test_two_analyses_at_a_time_give_the_report_of_one_at_a_time(demo_db):
-    """AUDITOR_THREADS=1: one analysis at a time, on one connection; the same report."""
-    one = run_cli("epoch", "403", "--offline", "--format", "json", db=demo_db, env={"AUDITOR_THREADS": "1"})
-    two = run_cli("epoch", "403", "--offline", "--format", "json", db=demo_db, env={"AUDITOR_THREADS": "2"})
-    assert one.returncode == two.returncode == 0, (one.stderr, two.stderr)
-    assert one.stdout == two.stdout
+    """AUDITOR_THREADS=1: one analysis at a time, on one connection; the same report. Also on
+    a machine in another zone: the helper's connection is in UTC as well (a cursor starts
+    from the machine's zone, and the report's times would move)."""
+    runs = [run_cli("epoch", "403", "--offline", "--format", "json", db=demo_db, env=env)
+            for env in ({"AUDITOR_THREADS": "1"}, {"AUDITOR_THREADS": "2"},
+                        {"AUDITOR_THREADS": "2", "TZ": "Asia/Kolkata"})]
+    assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
 
 
 @pytest.mark.parametrize("failing, raised", [(["hedging"], "hedging"), (["heights", "hedging"], "heights")])
