@@ -121,6 +121,7 @@ class Store:
                 p.parent.mkdir(parents=True, exist_ok=True)
             elif not p.exists():
                 raise StoreError(f"no database at {p}; run `auditor collect` first")
+        self.threads = thread_count()      # with more than one, an epoch report runs two analyses at once
         try:
             self.con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
@@ -168,15 +169,9 @@ class Store:
         """DuckDB's share of the machine, set rather than left to its defaults (80% of the RAM,
         a thread per core of the host): at most MEMORY_LIMIT for its buffers (beyond it,
         large joins and aggregates spill to ``<db>.tmp``), so that DuckDB's part of a command
-        over a busy day is bounded whatever the machine's RAM; threads, the CPUs this process
-        may run on (a container's cpuset, not the host's cores). ``$AUDITOR_MEMORY_LIMIT`` (a
-        DuckDB size, e.g. ``4GB``) and ``$AUDITOR_THREADS`` override them."""
+        over a busy day is bounded whatever the machine's RAM; threads, ``thread_count()``.
+        ``$AUDITOR_MEMORY_LIMIT`` (a DuckDB size, e.g. ``4GB``) overrides the first."""
         limit = memory_limit()
-        try:
-            threads = int(os.environ.get("AUDITOR_THREADS") or len(os.sched_getaffinity(0)))
-        except (ValueError, AttributeError):
-            threads = os.cpu_count() or 1
-        self.threads = max(1, threads)     # with more than one, an epoch report runs two analyses at once
         try:
             self.con.execute(f"SET memory_limit = '{limit}'")
             self.con.execute(f"SET threads = {self.threads}")
@@ -633,6 +628,20 @@ def _in_utc(con: duckdb.DuckDBPyConnection) -> None:
     """Times come back, and date_trunc buckets them, in UTC whatever the machine's zone: a
     setting of each connection (a cursor starts from the machine's zone)."""
     con.execute("SET TimeZone = 'UTC'")
+
+
+def thread_count() -> int:
+    """The threads DuckDB may use: ``$AUDITOR_THREADS`` (a whole number, 1 or more), else the
+    CPUs this process may run on (a container's cpuset, not the host's cores)."""
+    given = os.environ.get("AUDITOR_THREADS")
+    if given:
+        if not given.strip().isdigit() or int(given) < 1:
+            raise UsageError(f"AUDITOR_THREADS={given!r}: give a whole number of threads, 1 or more")
+        return int(given)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                  # not Linux
+        return os.cpu_count() or 1
 
 
 def memory_limit() -> str:

@@ -37,6 +37,16 @@ def test_nan_and_inf_on_the_command_line_are_usage_errors(args, tmp_path):
     assert flag in line and "not a finite number" in line, line
 
 
+@pytest.mark.parametrize("threads", ["x", "0", "-2", "1.5"])
+def test_a_thread_count_that_is_not_one_or_more_is_a_usage_error(threads, tmp_path):
+    """AUDITOR_THREADS sets DuckDB's threads and whether the epoch report runs two analyses at
+    a time: a value that is not a whole number of threads is said, not replaced unseen."""
+    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb",
+                            env={"AUDITOR_THREADS": threads}), 2)
+    assert f"AUDITOR_THREADS={threads!r}" in line and "1 or more" in line, line
+    assert not (tmp_path / "a.duckdb").exists()         # said before any store is made
+
+
 def test_nan_from_the_environment_is_a_usage_error(tmp_path):
     line = one_line(run_cli("collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb",
                             env={"AUDITOR_RATE": "nan"}), 2)
