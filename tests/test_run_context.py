@@ -198,6 +198,21 @@ def test_the_first_failure_in_report_order_is_raised(demo_db, monkeypatch, faili
     assert seen["hedging"] != seen["heights"]
 
 
+def test_a_helper_without_a_connection_stops_the_report_with_its_error(demo_db, monkeypatch):
+    """The helper's connection cannot be made: the report stops with that error (after the
+    analysis this thread is running), rather than running every analysis and then failing."""
+    monkeypatch.setenv("AUDITOR_THREADS", "2")
+    seen = _threads_of_analyses(monkeypatch)
+
+    def no_connection(self):
+        raise RuntimeError("no connection for the helper")
+
+    monkeypatch.setattr(Store, "worker", no_connection)
+    with Store(demo_db) as store, pytest.raises(RuntimeError, match="^no connection for the helper$"):
+        epoch_report.run(store, 403)
+    assert len(seen) < len(epoch_report.ANALYSES) and set(seen.values()) <= {"MainThread"}
+
+
 def test_ctrl_c_stops_the_helpers_query_and_leaves_the_store_usable(demo_db, monkeypatch):
     """Ctrl-C while the helper runs a long query (here hedging's, made endless): the report
     stops at once with KeyboardInterrupt, the helper's query is interrupted and its thread

@@ -91,6 +91,7 @@ def _analyses(store: Store, epoch: int, options: Options, run: Run, advance: Any
                         connections.clear()
         except BaseException as exc:  # noqa: BLE001 - its connection could not be made
             failed.setdefault(len(ANALYSES), exc)
+            stop.set()
         finally:
             done.set()
 
