@@ -316,6 +316,31 @@ def test_lines_in_time_order_are_kept_whatever_the_gaps(gaps):
     assert res.parsed == len(lines) and not res.rejected
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-3 * 86_400, 3 * 86_400), min_size=1, max_size=40),
+       st.lists(st.datetimes(datetime(1970, 1, 1), datetime(2200, 1, 1)), max_size=3), st.randoms())
+def test_the_glance_at_a_blocks_times_keeps_what_the_rule_keeps(steps, far, rnd):
+    """_plausible_at_a_glance spares the rule's medians when no line can break it: with it and
+    without it, every block gives the same events and rejects (times close together, far
+    apart, out of bounds)."""
+    from unittest import mock
+
+    import polars as pl
+
+    from auditor.sources import gatewaylog_parse as gp
+
+    t0 = datetime(2026, 3, 1)
+    times = [t0 + timedelta(seconds=sum(steps[:i + 1])) for i in range(len(steps))]
+    for t in far:
+        times.insert(rnd.randrange(len(times) + 1), t)
+    data = "".join(_line(t, i) + "\n" for i, t in enumerate(times)).encode()
+    glanced = gp.parse_block(data)
+    with mock.patch.object(gp, "_plausible_at_a_glance", lambda events, now: False):
+        full = gp.parse_block(data)
+    assert glanced.rejects == full.rejects
+    assert pl.from_arrow(glanced.events).rows() == pl.from_arrow(full.events).rows()
+
+
 def test_stray_dates_do_not_make_an_unread_window_covered(tmp_path):
     """Issue 18, serious 5, as fed: the log ends 4 minutes before epoch 403's CPoC window;
     two lines dated 1970 and 2100 made poc-overload call the window's evidence 'full, 0
@@ -388,6 +413,44 @@ def test_a_nul_is_rejected_alike_on_every_parse_path(values):
     ev = pl.from_arrow(results[0].events)
     assert not any("\x00" in str(x) for c in ("host", "request") for x in ev[c].to_list())
     assert not ev["fields"].str.contains("\\u0000", literal=True).any()
+
+
+_NULS = ["\x00", "\\x00", "\\000", "\\u0000", "\\U00000000", "\\x01", "\\u00e9", "\\\\x00", "\\\\"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["text", "quoted", "json", "docker"]),
+                          st.lists(st.sampled_from(["a", " ", *_NULS]), max_size=4)), min_size=1, max_size=30))
+def test_the_glance_for_nuls_keeps_what_the_look_keeps(lines):
+    """_may_hold_nul spares the look at every value when no line can hold a NUL: with it and
+    without it, every block gives the same events and rejects, whichever way a NUL is written
+    (raw; Go's \\x00, \\000, \\u0000, \\U00000000; JSON's \\u0000; inside a Docker wrapper)."""
+    import json as js
+    from unittest import mock
+
+    import polars as pl
+
+    from auditor.sources import gatewaylog_parse as gp
+
+    out = []
+    for i, (shape, parts) in enumerate(lines):
+        v = "".join(parts)
+        text = f"2026/09/30 11:00:00 request=r{i} stage=s host={v.replace(' ', '')}"
+        if shape == "quoted":
+            text = f'2026/09/30 11:00:00 request=r{i} stage=s host="{v}"'
+        elif shape == "json":
+            text = ('{"time":"2026-09-30T11:00:00Z","level":"INFO","msg":"stage","request":"r%d","stage":"s",'
+                    '"host":"%s"}' % (i, v.replace('"', "")))
+        elif shape == "docker":
+            text = js.dumps({"log": f'2026/09/30 11:00:00 request=r{i} stage=s host="{v}"\n', "stream": "stderr",
+                             "time": "2026-09-30T11:00:00.5Z"})
+        out.append(text)
+    data = ("\n".join(out) + "\n").encode("utf-8", "surrogatepass")
+    glanced = gp.parse_block(data)
+    with mock.patch.object(gp, "_may_hold_nul", lambda block: True):
+        full = gp.parse_block(data)
+    assert glanced.rejects == full.rejects
+    assert pl.from_arrow(glanced.events).rows() == pl.from_arrow(full.events).rows()
 
 
 # -- path names that are not UTF-8 ---------------------------------------------------------------

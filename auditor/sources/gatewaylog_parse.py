@@ -827,10 +827,12 @@ def _reject_implausible_times(res: BlockResult, block, base_off: int) -> BlockRe
 
     if not res.parsed:
         return res
+    now = int(time.time() * 1e6)
+    if _plausible_at_a_glance(res.events, now):
+        return res
     df = pl.from_arrow(res.events.select(["line_no", "byte_offset", "ts"])).with_row_index("i")
     timed = df.filter(pl.col("ts").is_not_null())
     us = timed["ts"].dt.epoch("us")
-    now = int(time.time() * 1e6)
     x = us.cast(pl.Float64)
     med = x.rolling_median(NEIGHBOURS)              # of the timed lines j-NEIGHBOURS+1 .. j
     before, after = med.shift(1), med.shift(-NEIGHBOURS)
@@ -843,6 +845,18 @@ def _reject_implausible_times(res: BlockResult, block, base_off: int) -> BlockRe
     return res
 
 
+def _plausible_at_a_glance(events, now: int) -> bool:
+    """True when no line of ``events`` can be implausible: every time within the bounds, and
+    the earliest and the latest within MAX_JUMP of each other, so that no time is more than
+    MAX_JUMP from a median of others (every median lies between the two). The usual block:
+    ~0.2 ms, where the rule's medians cost ~4 ms."""
+    import pyarrow.compute as pc
+
+    span = pc.min_max(events.column("ts").cast("int64"))
+    first, last = span["min"].as_py(), span["max"].as_py()
+    return first is None or (first >= EARLIEST_US and last <= now + FUTURE_SLACK_US and last - first <= MAX_JUMP_US)
+
+
 def _reject_nul(res: BlockResult, block, base_off: int) -> BlockResult:
     """Reject the lines with a NUL character in a value, raw or escaped (``nul_char``): the
     gateway never writes one, and ``host=\\0sl0wh0st`` would be a second host beside
@@ -851,7 +865,7 @@ def _reject_nul(res: BlockResult, block, base_off: int) -> BlockResult:
     on every parse path, so the rule is too."""
     import polars as pl
 
-    if not res.parsed:
+    if not res.parsed or not _may_hold_nul(block):
         return res
     # host, escrow, nonce are lifted from fields, where a NUL is written \u0000; the line's
     # identity (request, stage name) and a JSON record's level are not in fields
@@ -870,6 +884,29 @@ def _reject_nul(res: BlockResult, block, base_off: int) -> BlockResult:
            for lv, nm, rq, f in maybe.select(*cols, "fields").iter_rows()]
     _reject_events(res, block, base_off, "nul_char", maybe.filter(pl.Series(has, dtype=pl.Boolean)))
     return res
+
+
+def _may_hold_nul(block) -> bool:
+    """Whether a line of ``block`` may hold a NUL: a NUL byte, or a backslash before ``0``,
+    ``x0``, ``u0`` or ``U0``, which every escape of a NUL starts with (Go's \\000, \\x00,
+    \\u0000 and \\U00000000, JSON's \\u0000, and those escaped again in a Docker wrapper).
+    False: no line can, and the block's values need no look (~0.3 ms for an 8 MiB block of
+    text lines, where the look costs ~4 ms). A block of many escapes is looked at whole."""
+    data = block if isinstance(block, bytes) else bytes(block)
+    if data.find(b"\x00") >= 0:
+        return True
+    at = data.find(b"\\")
+    for _ in range(MAX_ESCAPES_SEEN):
+        if at < 0:
+            return False
+        after = data[at + 1:at + 3]
+        if after[:1] == b"0" or after in (b"x0", b"u0", b"U0"):
+            return True
+        at = data.find(b"\\", at + 1)
+    return at >= 0
+
+
+MAX_ESCAPES_SEEN = 2000      # backslashes _may_hold_nul looks at before it leaves the block to the look
 
 
 def _holds_nul(v: Any) -> bool:
