@@ -453,6 +453,17 @@ def test_the_glance_for_nuls_keeps_what_the_look_keeps(lines):
     assert pl.from_arrow(glanced.events).rows() == pl.from_arrow(full.events).rows()
 
 
+@pytest.mark.parametrize("esc", [b"\x00", b"\\x00", b"\\000", b"\\u0000", b"\\U00000000"])
+def test_the_glance_for_nuls_sees_an_escape_cut_between_two_pieces(esc):
+    """_may_hold_nul reads a block NUL_PIECE bytes at a time: an escape that starts at any of
+    the last bytes of a piece, or just after it, is seen; an escape that is no NUL is not."""
+    from auditor.sources import gatewaylog_parse as gp
+
+    for at in range(gp.NUL_PIECE - 3, gp.NUL_PIECE + 2):
+        assert gp._may_hold_nul(memoryview(b"a" * at + esc + b"b" * 8)), at
+        assert not gp._may_hold_nul(memoryview(b"a" * at + b"\\x11" + b"b" * 8)), at
+
+
 # -- path names that are not UTF-8 ---------------------------------------------------------------
 def test_a_log_whose_name_is_not_utf8_is_stored(tmp_path):
     """Its rows were refused by DuckDB (a surrogate in log_files.path), exit 3. The path is
