@@ -33,7 +33,8 @@ def run(cmd: list[str]) -> tuple[float, float, float]:
     wall = time.monotonic() - t
     code = os.waitstatus_to_exitcode(status)
     if code:
-        sys.exit(f"pairs: {shlex.join(cmd)} exited {code}")
+        print(f"pairs: {shlex.join(cmd)} exited {code}", file=sys.stderr)
+        sys.exit(code if code > 0 else 128 - code)      # killed by signal N: 128 + N, as a shell says
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
