@@ -66,6 +66,33 @@ def on_a_terminal(args: list[str], columns: int, colour: bool = False) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8")).replace("\r\n", "\n")
 
 
+def printed_to_a_gone_reader(args: list[str]) -> tuple[int, str]:
+    """Run the CLI with its stdout a pipe whose reader is gone (``| head`` done): its exit
+    code and stderr."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "auditor", *args], stdout=w, stderr=subprocess.PIPE,
+                           stdin=subprocess.DEVNULL, text=True, timeout=120)
+    finally:
+        os.close(w)
+    return p.returncode, p.stderr
+
+
+@pytest.mark.parametrize("fmt,fail_on", [("table", None), ("table", "info"), ("json", None), ("json", "info"),
+                                         ("md", "info"), ("html", "info"), ("csv", "info")])
+def test_a_reader_gone_leaves_the_runs_exit_code(demo, fmt, fail_on):
+    """`auditor epoch 403 | head`: the report stops quietly, and the exit code is the run's
+    (0, or 1 for findings at --fail-on), not click's or rich's 1, which reads as findings."""
+    args = ["--db", str(demo), "--quiet", "epoch", "403", "--offline", "--format", fmt,
+            *(["--fail-on", fail_on] if fail_on else [])]
+    whole = subprocess.run([sys.executable, "-m", "auditor", *args], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    assert whole.returncode == (1 if fail_on else 0), whole.stderr
+    code, err = printed_to_a_gone_reader(args)
+    assert code == whole.returncode and err == "", err
+
+
 def test_terminal_view_fits_100_columns(demo):
     text = on_a_terminal(["--db", str(demo), "epoch", "403", "--offline"], 100)
     lines = text.splitlines()

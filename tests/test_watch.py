@@ -5,6 +5,7 @@ writes them; story.json says what each host is meant to show)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -275,6 +276,22 @@ def test_loop_prints_only_what_changed_and_ctrl_c_exits_130(db):
     assert heights <= {STORY["heights"][h] for h in ("h2", "h3", "h4")}    # no line after h4 repeats
     assert len(lines) == len(set(lines))
     assert q(db, "SELECT count(DISTINCT height) FROM watch_readings")[0][0] == 4     # every reading stored
+
+
+def test_the_loop_ends_when_its_reader_is_gone(db):
+    """`auditor watch | head`: once nobody reads what it prints, the watch ends (exit 0), rather
+    than reading the chain every interval for no one."""
+    with ReplayServer(W / "loop") as server:
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            p = subprocess.run([sys.executable, "-m", "auditor", "--db", str(db), "watch", "--interval", "300ms",
+                                *sources(server.url)], stdout=w, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               timeout=60)
+        finally:
+            os.close(w)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert q(db, "SELECT count(DISTINCT taken_at) FROM watch_readings")[0][0] == 1     # it stopped after the first reading
 
 
 class FakeClock:

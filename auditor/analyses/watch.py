@@ -320,9 +320,11 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
          emit_first: Callable[[Result], None], clock: Callable[[], float], sleep: Callable[[float], None],
          readings: int | None = None, fmt: str = "table", err: Any = None, out: Any = None) -> None:
     """Read, assess, keep (store and textfile), print what changed; again every ``interval``
-    seconds (counted from the start of a reading) until interrupted, or ``readings`` times.
-    A source that fails is one line on stderr and is asked again at the next interval."""
+    seconds (counted from the start of a reading) until interrupted, or ``readings`` times,
+    or until the reader of what it prints goes away (``| head``). A source that fails is one
+    line on stderr and is asked again at the next interval."""
     from ..errors import SourceError
+    from ..report.render import reader_gone
 
     err, out = err or sys.stderr, out or sys.stdout
     before: dict[str, dict] | None = None
@@ -337,11 +339,16 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
         else:
             result = assess(reading, options)
             keep(result, reading)
-            if before is None:
-                emit_first(result)
-            else:
-                for line in changes(before, result, fmt):
-                    print(line, file=out, flush=True)
+            try:
+                if before is None:
+                    emit_first(result)
+                else:
+                    for line in changes(before, result, fmt):
+                        print(line, file=out, flush=True)
+            except BrokenPipeError:
+                return              # nobody reads what it prints (| head): the watch ends
+            if reader_gone():
+                return
             say_missing(result, err)
             before = state_of(result)
         if readings is not None and n >= readings:
