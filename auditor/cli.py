@@ -714,6 +714,7 @@ def entry() -> None:
     files written are closed, and the only threads are daemons. Tests call ``main``."""
     import os
 
+    sys.stderr = _StderrOfAGoneReader(sys.stderr)
     try:
         main()
         code = 0
@@ -727,3 +728,35 @@ def entry() -> None:
         except (OSError, ValueError):        # a reader gone (| head), or a stream closed
             pass
     os._exit(code)
+
+
+class _StderrOfAGoneReader:
+    """The standard error, where a reader gone (``2>&1 | head``) stops nothing: what is written
+    after it goes to /dev/null, and the command's work (a collect's rows) and exit code go on
+    as they were. Written to directly, and by rich's progress, which would end the process."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        import os
+
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())
+        os.close(null)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

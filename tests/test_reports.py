@@ -66,17 +66,18 @@ def on_a_terminal(args: list[str], columns: int, colour: bool = False) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.decode("utf-8")).replace("\r\n", "\n")
 
 
-def printed_to_a_gone_reader(args: list[str]) -> tuple[int, str]:
-    """Run the CLI with its stdout a pipe whose reader is gone (``| head`` done): its exit
-    code and stderr."""
+def printed_to_a_gone_reader(args: list[str], stderr_too: bool = False) -> tuple[int, str]:
+    """Run the CLI with its stdout (and with ``stderr_too`` its stderr: ``2>&1 | head``) a pipe
+    whose reader is gone: its exit code and stderr."""
     r, w = os.pipe()
     os.close(r)
     try:
-        p = subprocess.run([sys.executable, "-m", "auditor", *args], stdout=w, stderr=subprocess.PIPE,
-                           stdin=subprocess.DEVNULL, text=True, timeout=120)
+        p = subprocess.run([sys.executable, "-m", "auditor", *args], stdout=w,
+                           stderr=w if stderr_too else subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                           timeout=120)
     finally:
         os.close(w)
-    return p.returncode, p.stderr
+    return p.returncode, p.stderr or ""
 
 
 @pytest.mark.parametrize("fmt,fail_on", [("table", None), ("table", "info"), ("json", None), ("json", "info"),
@@ -91,6 +92,18 @@ def test_a_reader_gone_leaves_the_runs_exit_code(demo, fmt, fail_on):
     assert whole.returncode == (1 if fail_on else 0), whole.stderr
     code, err = printed_to_a_gone_reader(args)
     assert code == whole.returncode and err == "", err
+
+
+def test_a_collect_whose_stderr_reader_is_gone_stores_everything(demo, tmp_path):
+    """`auditor collect ... 2>&1 | head -1`: the progress and the report lines nobody reads stop
+    nothing. It stored nothing and exited 1 (its first progress line raised)."""
+    from conftest import q
+
+    db = tmp_path / "a.duckdb"
+    code, _ = printed_to_a_gone_reader(["--db", str(db), "collect", "--epoch", "403", *DEMO], stderr_too=True)
+    assert code == 0
+    for table in ("log_events", "chain_performance", "acct_counters"):
+        assert q(db, f"SELECT count(*) FROM {table}") == q(demo, f"SELECT count(*) FROM {table}"), table
 
 
 def test_terminal_view_fits_100_columns(demo):
