@@ -752,11 +752,9 @@ class _StderrOfAGoneReader:
             self._gone()
 
     def _gone(self) -> None:
-        import os
+        from .report.render import to_devnull
 
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, self._stream.fileno())
-        os.close(null)
+        to_devnull(self._stream)
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)

@@ -276,9 +276,15 @@ def _printed(write: Callable[[], Any]) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _reader["gone"] = True
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
+        to_devnull(sys.stdout)
+
+
+def to_devnull(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at /dev/null: its reader is gone (``| head``), and
+    what is written to it later must not fail."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, stream.fileno())
+    os.close(null)
 
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:
