@@ -689,8 +689,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("auditor: interrupted", file=sys.stderr)
         sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
     except Exception as exc:
         if type(exc).__name__ == "InterruptException" or "Query interrupted" in str(exc):
             # DuckDB's, when Ctrl-C lands inside a query
@@ -714,7 +712,9 @@ def entry() -> None:
     files written are closed, and the only threads are daemons. Tests call ``main``."""
     import os
 
-    sys.stderr = _StderrOfAGoneReader(sys.stderr)
+    from .streams import guard
+
+    guard()             # a reader gone (| head) stops nothing, and leaves the run's exit code
     try:
         main()
         code = 0
@@ -725,36 +725,7 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):        # a reader gone (| head), or a stream closed
+        except (OSError, ValueError):        # a stream closed, or failing
             pass
     os._exit(code)
 
-
-class _StderrOfAGoneReader:
-    """The standard error, where a reader gone (``2>&1 | head``) stops nothing: what is written
-    after it goes to /dev/null, and the command's work (a collect's rows) and exit code go on
-    as they were. Written to directly, and by rich's progress, which would end the process."""
-
-    def __init__(self, stream) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except BrokenPipeError:
-            self._gone()
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._gone()
-
-    def _gone(self) -> None:
-        from .report.render import to_devnull
-
-        to_devnull(self._stream)
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)

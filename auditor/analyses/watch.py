@@ -324,7 +324,7 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
     or until the reader of what it prints goes away (``| head``). A source that fails is one
     line on stderr and is asked again at the next interval."""
     from ..errors import SourceError
-    from ..report.render import reader_gone
+    from ..streams import reader_gone
 
     err, out = err or sys.stderr, out or sys.stdout
     before: dict[str, dict] | None = None
@@ -339,16 +339,13 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
         else:
             result = assess(reading, options)
             keep(result, reading)
-            try:
-                if before is None:
-                    emit_first(result)
-                else:
-                    for line in changes(before, result, fmt):
-                        print(line, file=out, flush=True)
-            except BrokenPipeError:
+            if before is None:
+                emit_first(result)
+            else:
+                for line in changes(before, result, fmt):
+                    print(line, file=out, flush=True)
+            if reader_gone(out):
                 return              # nobody reads what it prints (| head): the watch ends
-            if reader_gone():
-                return
             say_missing(result, err)
             before = state_of(result)
         if readings is not None and n >= readings:

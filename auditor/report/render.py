@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -241,50 +241,21 @@ def render(result: Result, fmt: str, view: View = View()) -> str:
 def emit(result: Result, fmt: str, output: Path | None = None, view: View = View()) -> None:
     """Print the report, or write it to ``output`` atomically (a temp file beside it, then
     a rename), so a reader never sees half a report. JSON is written as it is made
-    (``json_pieces``). A reader that stops reading (``| head``) is not an error (``_printed``)."""
+    (``json_pieces``)."""
     if fmt == "json":
         pieces = itertools.chain(json_pieces(result.to_json()), ["\n"])
         if output is not None:
             write_atomic(output, pieces)
         else:
-            _printed(lambda: sys.stdout.writelines(pieces))
+            sys.stdout.writelines(pieces)
     elif output is not None:
         write_atomic(output, render(result, fmt, view))
     elif fmt == "table":
         from .table import print_table
 
-        _printed(lambda: print_table(result, sys.stdout, view))
+        print_table(result, sys.stdout, view)
     else:
-        _printed(lambda: sys.stdout.write(render(result, fmt, view)))
-
-
-_reader = {"gone": False}
-
-
-def reader_gone() -> bool:
-    """Whether the reader of the standard output went away before a report was all written."""
-    return _reader["gone"]
-
-
-def _printed(write: Callable[[], Any]) -> None:
-    """``write`` the report to the standard output, and flush it. A reader gone before the end
-    (``| head``) ends the writing quietly: the standard output then goes to /dev/null, where
-    nothing written later fails either, and the command keeps the exit code its run gives
-    (findings, incomplete data), not one of the pipe's (click's 1 read as findings)."""
-    try:
-        write()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _reader["gone"] = True
-        to_devnull(sys.stdout)
-
-
-def to_devnull(stream: Any) -> None:
-    """Point ``stream``'s file descriptor at /dev/null: its reader is gone (``| head``), and
-    what is written to it later must not fail."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, stream.fileno())
-    os.close(null)
+        sys.stdout.write(render(result, fmt, view))
 
 
 def write_atomic(path: Path, text: str | Iterable[str]) -> None:

@@ -84,11 +84,6 @@ def _fitting(t: Table, texts: dict[str, list[str]], need: dict[str, int], width:
 PROSE_MIN = 20
 
 
-def _reader_gone() -> None:
-    """A reader gone (``| head``) is render.emit's to answer (the run's exit code stands)."""
-    raise BrokenPipeError
-
-
 def print_table(result: Result, file: Any = None, view: View = View()) -> None:
     from rich.console import Console
     from rich.text import Text
@@ -96,7 +91,6 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
     file = file or sys.stdout
     terminal = file.isatty()
     console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else FILE_WIDTH)
-    console.on_broken_pipe = _reader_gone       # rich's own ends the process with exit 1
 
     # every text shown is a rich Text (never markup), its control characters escaped (text.py)
     def fit(s: str) -> str:
