@@ -69,20 +69,22 @@ CPOC_HEIGHTS = ("gen_start", "gen_end", "exchange_end", "val_start", "val_end") 
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_") and k != "PYTHONPATH"}
 
 
-def measure(cmd: list, err_path: Path, ok: tuple[int, ...] = (0, 1)) -> dict[str, float]:
-    """Run ``cmd`` to its end, stdout discarded: wall s, CPU s and peak RSS MB of the process;
-    an exit code not in ``ok`` stops the benchmark."""
+def measure(cmd: list, err_path: Path, ok: tuple[int, ...] = (0, 1), env: dict | None = None) -> dict[str, float]:
+    """Run ``cmd`` to its end (in ``env``, else ENV), stdout discarded: wall s, CPU s and peak
+    RSS MB of the process. An exit code not in ``ok`` stops the benchmark with that code
+    (128 + N for a signal N, as a shell says), after the end of the command's stderr."""
     with open(err_path, "w+b") as err:
         t = time.perf_counter()
-        p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=err, env=ENV,
-                             cwd=err_path.parent)
+        p = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=err, env=ENV if env is None else env, cwd=err_path.parent)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode not in ok:
             err.seek(0)
-            raise SystemExit(f"{shlex.join(map(str, cmd))} exited {p.returncode}:\n"
-                             f"{err.read().decode(errors='replace')[-1500:]}")
+            print(f"{shlex.join(map(str, cmd))} exited {p.returncode}:\n"
+                  f"{err.read().decode(errors='replace')[-1500:]}", file=sys.stderr)
+            raise SystemExit(p.returncode if p.returncode > 0 else 128 - p.returncode)
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss * 1024 / 1e6}
 
 
