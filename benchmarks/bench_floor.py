@@ -8,7 +8,8 @@ of `collect --gateway-log`, each timed by itself in this process (CPU s: user + 
 process, DuckDB's threads included; the best of --runs):
 
 * tokenizing: the compiled tokenizer alone over LOG's blocks (auditor._logscan.scan, one
-  thread), without the Python steps that follow it or reading the file (read first);
+  thread; the blocks cut as the collect cuts them, gatewaylog_read.blocks), without the
+  Python steps that follow it or reading the file (read first);
 * the log's rows: STORE's log_events copied into an in-memory database first, then stored
   into a fresh store's log_events (its schema as the store makes it, `fields` compressed
   with zstd), ROWS_PER_COMMIT rows per transaction, as the collect commits them;
@@ -55,16 +56,15 @@ def best(runs: int, fn) -> float:
 
 def tokenizing(log: Path, runs: int) -> float:
     from auditor.sources import gatewaylog_parse as gp
-    from auditor.sources.gatewaylog_read import BLOCK_SIZE
+    from auditor.sources.gatewaylog_read import BLOCK_SIZE, blocks as cut
+    from auditor.sources.gatewaylog_records import FileRec
 
     if gp._logscan is None:
         sys.exit("bench_floor: auditor._logscan is not built")
-    data = log.read_bytes()
-    blocks, at = [], 0
-    while at < len(data):
-        end = data.rfind(b"\n", at, at + BLOCK_SIZE) + 1 or len(data)
-        blocks.append(memoryview(data)[at:end])
-        at = end
+    with open(log, "rb") as f:        # read whole first, cut as the collect cuts it
+        blocks = [item[1] for item in cut(f.readinto, FileRec(0, str(log), "plain"), BLOCK_SIZE, True, None)
+                  if item[0] == "parse"]
+
     def scan_all() -> None:
         for b in blocks:          # each block's buffers let go before the next, as in the collect
             gp._scan(b, 1, 0)
