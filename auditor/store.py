@@ -123,7 +123,7 @@ class Store:
                 raise StoreError(f"no database at {p}; run `auditor collect` first")
         self.threads = thread_count()      # with more than one, an epoch report runs two analyses at once
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            self.con = _connect(self.path, read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
             msg = str(exc)
             if "lock" in msg.lower():
@@ -622,6 +622,32 @@ def _arrow_type(pa, name: str):
 
 SMALL_INSERT = 64
 MEMORY_LIMIT = "1GB"     # DuckDB's buffers (Store._limit_resources)
+
+
+HEADER_BYTES = 12_288      # a DuckDB file's headers: all a new store holds before its first block
+
+
+def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect``. A store whose making was cut off (the process killed while DuckDB
+    wrote its headers) is an empty file or DuckDB's first header alone, which DuckDB refuses
+    for good; it holds nothing, and opened for writing it is made anew. Any other file DuckDB
+    refuses is left as it is."""
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.IOException:
+        if read_only or not _making_cut_off(path):
+            raise
+    os.remove(path)
+    return duckdb.connect(path)
+
+
+def _making_cut_off(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER_BYTES)
+    except OSError:
+        return False
+    return len(head) < HEADER_BYTES and (not head or head[8:12] == b"DUCK")
 
 
 def _in_utc(con: duckdb.DuckDBPyConnection) -> None:
