@@ -16,6 +16,7 @@ from auditor.sources.replay import ReplayServer
 from conftest import FIXTURES, one, q, run_cli, write_recording
 
 V5 = FIXTURES / "accounting" / "v5"
+V6 = FIXTURES / "accounting" / "v6"
 V2 = FIXTURES / "accounting" / "v2"
 A = "gonka1kx9mca3xm8u8ypzfuhmxey66u0ufxhs7nm6wc5"
 B = "gonka16dgkvx7mh609ntkzknckwaskgq9lcdp86j0skk"
@@ -150,6 +151,48 @@ def test_decode_v4_record():
         ("insufficient_votes", "unknown", None, None)
 
 
+def test_decode_v6_record_capability_counts_and_new_reasons():
+    rows = rows_of(body(V6, "/api/v1/epochs/403/participants"))
+    caps = {(r["participant"], r["model"]): r for r in rows["acct_capabilities"]}
+    assert set(caps) == {(A, GLM), (B, MM)}              # A on MiniMax sent no block: no row
+    a = caps[(A, GLM)]
+    assert (a["tool_choice_unsupported"], a["context_limit"], a["tool_refusals"], a["context_refusals"]) == \
+        (True, 131072, 2, 1)
+    # omitted from the block (omitempty: false / 0 to the gateway): kept NULL, as sent
+    assert (a["protocol_version_unsupported"], a["version_refusals"], a["schema_version"]) == (None, None, 6)
+    b = caps[(B, MM)]
+    assert (b["protocol_version_unsupported"], b["version_refusals"], b["tool_choice_unsupported"],
+            b["context_limit"]) == (True, 3, None, None)
+    p = by(rows["acct_participants"], participant=A, model=GLM)
+    assert (p["validations_performed"], p["timeouts_applied"], p["in_flight_requests"]) == (9, 12, 0)
+    assert p["extra"] is None                              # nothing of schema 6 left raw
+    assert by(rows["acct_participants"], participant=B)["in_flight_requests"] == 1
+    s9 = by(rows["acct_slots"], participant=A, slot_id=9)
+    assert (s9["validations_performed"], s9["timeouts_applied"], s9["in_flight_requests"]) == (4, 5, 0)
+    ca = [c for c in rows["acct_counters"] if c["participant"] == A and c["model"] == GLM]
+    assert sum(c["count"] for c in ca if c["slow_decode"]) == 18
+    assert all(c["slow_decode"] is False for c in ca if c["slot_id"] == 3)   # omitted in v6: false
+    assert all(c["key_extra"] is None for c in rows["acct_counters"])
+    reasons = {c["timeout_reason"] for c in rows["acct_counters"]} | {c["no_send_reason"] for c in rows["acct_counters"]}
+    assert {"verifier_version_unsupported", "vote_weight_short", "host_served_probe",
+            "participant_state_diverged_no_send"} <= reasons
+    listing = acct.decode_epochs(body(V6, "/api/v1/epochs"))
+    r6 = acct.epoch_row(403, listing.epochs[0], listing.schema_version, PROV)
+    # the summary sends in_flight_requests only: the other two are not reported, not 0
+    assert (r6["in_flight_requests"], r6["validations_performed"], r6["timeouts_applied"]) == (1, None, None)
+    assert r6["extra"] is None
+
+
+def test_older_schemas_report_no_schema_6_field():
+    for folder, version in ((V5, 5), (V2, 2)):
+        rows = rows_of(body(folder, "/api/v1/epochs/403/participants"))
+        assert rows["acct_capabilities"] == []                 # unknown, not "refused nothing"
+        for r in rows["acct_participants"] + rows["acct_slots"]:
+            assert (r["validations_performed"], r["timeouts_applied"], r["in_flight_requests"]) == \
+                (None, None, None), version
+        assert all(c["slow_decode"] is None for c in rows["acct_counters"]), version
+
+
 def test_decode_epoch_summaries_v2_and_v5():
     s2 = acct.decode_epochs(body(V2, "/api/v1/epochs")).epochs[0]
     r2 = acct.epoch_row(403, s2, 2, PROV)
@@ -204,7 +247,7 @@ def test_collect_v5_by_replay_and_recollect_without_duplicates(db):
     assert "MISSING" not in r.stderr
     first = counts(db)
     assert first == {"acct_epochs": 2, "acct_participants": 3, "acct_escrow_nonces": 3, "acct_counters": 36,
-                     "acct_slots": 4, "acct_findings": 7}
+                     "acct_slots": 4, "acct_findings": 7, "acct_capabilities": 0}
     assert one(db, "SELECT ghost, timeout_applied, protocol_misses, cc_host_missed, unclassified, schema_version "
                    "FROM acct_participants WHERE epoch = 403 AND participant = ? AND model = ?", [A, GLM]) \
         == (61, 12, 12, 12, 3, 5)
@@ -237,6 +280,29 @@ def test_collect_v5_by_replay_and_recollect_without_duplicates(db):
     assert counts(db) == first
     assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting'") == 5
     assert one(db, "SELECT min(fetched_at) FROM acct_counters") > before
+
+
+def test_collect_v6_and_sql_reads_acct_capabilities(db):
+    r = run_cli("collect", "--replay", str(V6), db=db)
+    assert r.returncode == 0, r.stderr
+    assert "do not know" not in r.stderr                   # no schema-6 field left raw in `extra`
+    assert one(db, "SELECT count(*) FROM acct_capabilities") == 2
+    r = run_cli("sql", "SELECT participant, model, tool_refusals, version_refusals, context_limit, "
+                "protocol_version_unsupported FROM acct_capabilities ORDER BY participant", "--format", "json", db=db)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["rows"] == [
+        {"participant": B, "model": MM, "tool_refusals": None, "version_refusals": 3, "context_limit": None,
+         "protocol_version_unsupported": True},
+        {"participant": A, "model": GLM, "tool_refusals": 2, "version_refusals": None, "context_limit": 131072,
+         "protocol_version_unsupported": None}]
+    assert one(db, "SELECT validations_performed, timeouts_applied, in_flight_requests FROM acct_participants "
+                   "WHERE participant = ? AND model = ?", [A, GLM]) == (9, 12, 0)
+    assert one(db, "SELECT in_flight_requests, validations_performed FROM acct_epochs WHERE epoch = 403") == (1, None)
+    assert one(db, "SELECT sum(count) FROM acct_counters WHERE slow_decode") == 18
+    assert one(db, "SELECT sum(count) FROM acct_counters WHERE no_send_reason = 'participant_state_diverged_no_send'") == 2
+    # collected again: replaced, not doubled
+    assert run_cli("collect", "--replay", str(V6), db=db).returncode == 0
+    assert one(db, "SELECT count(*) FROM acct_capabilities") == 2
 
 
 def test_collect_v2_from_an_accounting_url(db, record_server):
@@ -399,3 +465,89 @@ def test_epoch_list_failure_with_explicit_epochs(store, tmp_path, record_server)
     assert store.con.execute("SELECT item, status FROM coverage ORDER BY epoch NULLS FIRST, item").fetchall() == [
         ("epoch_list", "missing"), ("epoch_summary", "missing"), ("participants", "ok")]
     assert _collect(store, server.url, None).missing == report.missing   # nothing to go on without a list
+
+
+# -- property: every schema version decodes, schema 6's fields land in their columns -----------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+COUNT = st.integers(0, acct.UINT64_MAX)
+SCHEMA6_COUNTS = ("validations_performed", "timeouts_applied", "in_flight_requests")
+CAPABILITY_TYPES = {"protocol_version_unsupported": st.booleans(), "tool_choice_unsupported": st.booleans(),
+                    "context_limit": COUNT, "version_refusals": COUNT, "tool_refusals": COUNT,
+                    "context_refusals": COUNT}
+TIMEOUT_REASONS = ("", "unknown", "host_served_probe", "escrow_gone_from_hosts", "verifier_version_unsupported",
+                   "verifier_escrow_missing", "verifier_inference_missing", "verifier_unreachable",
+                   "verifier_queue_expired", "verifier_rpc_timeout", "vote_weight_short", "a_later_reason")
+NO_SEND_REASONS = ("", "poc_unavailable_host", "participant_state_diverged_no_send", "participant_capability_no_send")
+
+
+def _some(fields: dict) -> st.SearchStrategy[dict]:
+    """Dicts with any subset of ``fields`` (name: strategy of its value): omitempty on the wire."""
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+@st.composite
+def records(draw):
+    """A participant record of any schema version 2..6 (or none said), with any of schema 6's
+    fields present or omitted, whatever the version says (builds differ in details)."""
+    version = draw(st.sampled_from([None, 2, 3, 4, 5, 6, 7]))
+    rec = {"participant": draw(st.sampled_from([A, B])), "model": draw(st.sampled_from([GLM, MM])),
+           **draw(_some({k: COUNT for k in SCHEMA6_COUNTS + ("assigned_nonces", "in_flight")}))}
+    if version is not None:
+        rec["schema_version"] = version
+    rec["capability"] = draw(st.one_of(st.just("absent"), st.none(), _some(CAPABILITY_TYPES)))
+    if rec["capability"] == "absent":
+        del rec["capability"]
+    key = draw(_some({"slow_decode": st.booleans(), "slow_receipt": st.booleans(),
+                      "timeout_reason": st.sampled_from(TIMEOUT_REASONS),
+                      "no_send_reason": st.sampled_from(NO_SEND_REASONS)}))
+    rec["counters"] = [{"escrow_id": "97311", "key": {"slot_id": 3, "disposition": "ghost", **key},
+                        "count": draw(COUNT)}]
+    rec["slots"] = [{"escrow_id": "97311", "slot_id": 3, **draw(_some({k: COUNT for k in SCHEMA6_COUNTS}))}]
+    return rec
+
+
+@settings(max_examples=300, deadline=None)
+@given(recs=st.lists(records(), max_size=4, unique_by=lambda r: (r["participant"], r["model"])),
+       top_version=st.sampled_from([None, 5, 6]))
+def test_property_schema_6_fields_land_in_their_columns_and_older_schemas_still_decode(recs, top_version):
+    data = {"epoch_index": 403, "participants": recs}
+    if top_version is not None:
+        data["schema_version"] = top_version
+    rows = rows_of(json.loads(json.dumps(data)))
+    assert len(rows["acct_participants"]) == len(recs)
+    assert all(r["extra"] is None for r in rows["acct_participants"])      # nothing known is left raw
+    caps = {(r["participant"], r["model"]): r for r in rows["acct_capabilities"]}
+    for rec, p, c, s in zip(recs, rows["acct_participants"], rows["acct_counters"], rows["acct_slots"]):
+        version = rec.get("schema_version", top_version)
+        assert p["schema_version"] == version
+        for k in SCHEMA6_COUNTS:
+            assert p[k] == rec.get(k), k                                    # absent: NULL, never 0
+            assert s[k] == rec["slots"][0].get(k), k
+        block = rec.get("capability")
+        if isinstance(block, dict):
+            row = caps.pop((rec["participant"], rec["model"]))
+            assert {f: row[f] for f in acct.CAPABILITY_FIELDS} == {f: block.get(f) for f in acct.CAPABILITY_FIELDS}
+            assert row["schema_version"] == version
+        key = rec["counters"][0]["key"]
+        omitted = False if version is not None and version >= 6 else None
+        assert c["slow_decode"] == key.get("slow_decode", omitted)
+        assert c["slow_receipt"] == key.get("slow_receipt", False if version is not None and version >= 5 else None)
+        assert (c["timeout_reason"], c["no_send_reason"]) == (key.get("timeout_reason", ""),
+                                                              key.get("no_send_reason", ""))
+        assert c["key_extra"] is None
+    assert caps == {}                                                       # a row only for a block sent
+
+
+@settings(max_examples=100, deadline=None)
+@given(recs=st.lists(records(), max_size=4, unique_by=lambda r: (r["participant"], r["model"])))
+def test_property_the_streamed_rows_are_the_decoded_rows(recs):
+    """What collect stores (the answer read as a stream) is what the whole-answer decoder gives."""
+    data = {"schema_version": 6, "epoch_index": 403, "participants": recs}
+    seen = {"versions": set(), "unknown": set()}
+    streamed: dict[str, list] = {t: [] for t in TABLES if t != "acct_epochs"}
+    for batch in acct._streamed_rows(403, acct.ParticipantsText(json.dumps(data)), "http://x", PROV, seen):
+        for t, rows in batch.items():
+            streamed[t].extend(rows)
+    assert streamed == rows_of(data)
+    assert seen["unknown"] == set()

@@ -1,4 +1,4 @@
-"""The gateway accounting API (devshard ``devshardctl``), schema versions 2 to 5.
+"""The gateway accounting API (devshard ``devshardctl``), schema versions 2 to 6.
 
 ``collect`` lists ``GET /api/v1/epochs``, then reads
 ``GET /api/v1/epochs/{E}/participants`` for each selected epoch and stores the
@@ -16,7 +16,12 @@ Which defaults apply is decided when rows are built, per the record's
   is 0; a map that is absent is NULL, except ``delivery_reasons`` of v5+ (omitempty:
   absent means empty);
 - CounterKey strings are omitempty: absent means ``''``; the v5 timing flags are
-  omitempty booleans: absent means false in v5+, NULL before v5;
+  omitempty booleans: absent means false in v5+, NULL before v5; so is v6's ``slow_decode``
+  (false in v6+, NULL before);
+- a schema-6 record's ``capability`` block (``HostCapability``, every field omitempty, the
+  block itself omitted when all are empty) becomes one ``acct_capabilities`` row when it was
+  sent; a field omitted from a sent block stays NULL (the gateway omits false and 0: the
+  table's header says how to read it), and no block makes no row;
 - a list that is ``null`` is empty.
 
 Counts are uint64 (the wire and the UBIGINT columns); a value out of range is a wrong
@@ -59,9 +64,14 @@ TIMEOUT_OUTCOMES = ("applied", "skipped", "vote_collection_failed", "insufficien
 # From this schema version on, omitted CounterKey flags / delivery_reason and an omitted
 # SlotRecord.delivery_reasons mean false / '' / {} (omitempty); before it they are NULL.
 V5 = 5
+# From this one on, an omitted CounterKey slow_decode means false (NULL before).
+V6 = 6
 
 TABLES = ("acct_epochs", "acct_participants", "acct_escrow_nonces", "acct_counters",
-          "acct_slots", "acct_findings")
+          "acct_slots", "acct_findings", "acct_capabilities")
+# the capability block's fields (capability.go), in the order of acct_capabilities
+CAPABILITY_FIELDS = ("protocol_version_unsupported", "tool_choice_unsupported", "context_limit",
+                     "version_refusals", "tool_refusals", "context_refusals")
 
 
 # -- liberal field types ----------------------------------------------------------
@@ -119,6 +129,7 @@ class CounterKey(_Model):
     slow_receipt: Optional[bool] = None          # v5
     slow_chunk: Optional[bool] = None            # v5
     clock_drifted: Optional[bool] = None         # v5
+    slow_decode: Optional[bool] = None           # v6
     detail_reason: Str = ""
     delivery_reason: Optional[str] = None        # v5
     timeout_kind: Str = ""
@@ -154,6 +165,17 @@ class Finding(_Model):
     whole: Count = None                          # omitempty: absent for count findings
 
 
+class HostCapability(_Model):
+    """A schema-6 record's ``capability`` block: every field omitempty (absent: None here)."""
+
+    protocol_version_unsupported: Optional[bool] = None
+    tool_choice_unsupported: Optional[bool] = None
+    context_limit: Count = None
+    version_refusals: Count = None
+    tool_refusals: Count = None
+    context_refusals: Count = None
+
+
 class _Totals(_Model):
     """Fields shared by EpochSummary, ParticipantRecord and (mostly) SlotRecord."""
 
@@ -165,8 +187,11 @@ class _Totals(_Model):
     protocol_invalid: Count = None
     required_validations: Count = None           # v5
     completed_validations: Count = None          # v5
+    validations_performed: Count = None          # v6
+    timeouts_applied: Count = None               # v6
     unresolved_challenges: Count = None
     in_flight: Count = None
+    in_flight_requests: Count = None             # v6
     timeout_pending: Count = None                # v3+
     pending_classification: Count = None
     unclassified: Count = None
@@ -200,6 +225,7 @@ class ParticipantRecord(_Totals):
     recording_errors: Count = None               # v2-v3
     writer_errors: Count = None                  # v2-v3
     cross_checks: Optional[CrossChecks] = None
+    capability: Optional[HostCapability] = None  # v6, omitempty (None: not sent)
     findings: Annotated[Optional[list[Finding]], BeforeValidator(_none_to_empty_list)] = None  # v5
     counters: Annotated[list[CounterRecord], BeforeValidator(_none_to_empty_list)] = Field(
         default_factory=list)
@@ -259,8 +285,11 @@ def _totals(t: _Totals) -> dict[str, Any]:
         "protocol_invalid": t.protocol_invalid,
         "required_validations": t.required_validations,
         "completed_validations": t.completed_validations,
+        "validations_performed": t.validations_performed,
+        "timeouts_applied": t.timeouts_applied,
         "unresolved_challenges": t.unresolved_challenges,
         "in_flight": t.in_flight,
+        "in_flight_requests": t.in_flight_requests,
         "timeout_pending": t.timeout_pending,
         "pending_classification": t.pending_classification,
         "unclassified": t.unclassified,
@@ -317,9 +346,10 @@ def _nonce_row(ident: dict[str, Any], i: int, n: EscrowNonce, v: int | None, pro
 
 def _counter_row(ident: dict[str, Any], i: int, c: CounterRecord, v: int | None, prov: dict[str, Any]) -> dict[str, Any]:
     v5 = _from_v5(v)
+    v6 = v is not None and v >= V6
 
-    def flag(b: bool | None) -> bool | None:
-        return b if b is not None else (False if v5 else None)
+    def flag(b: bool | None, since: bool = v5) -> bool | None:
+        return b if b is not None else (False if since else None)
 
     k = c.key
     return {
@@ -333,6 +363,7 @@ def _counter_row(ident: dict[str, Any], i: int, c: CounterRecord, v: int | None,
         "timeout_reason": k.timeout_reason,
         "logprobs_decoded": flag(k.logprobs_decoded), "slow_receipt": flag(k.slow_receipt),
         "slow_chunk": flag(k.slow_chunk), "clock_drifted": flag(k.clock_drifted),
+        "slow_decode": flag(k.slow_decode, v6),
         "count": c.count,
         "key_extra": _json({**(k.model_extra or {}), **({"record": c.model_extra} if c.model_extra else {})}
                            or None),
@@ -350,6 +381,16 @@ def _slot_row(ident: dict[str, Any], i: int, s: SlotRecord, v: int | None, prov:
         "extra": _extra(s),
         "schema_version": s.schema_version if s.schema_version is not None else v, **prov,
     }
+
+
+def capability_row(ident: dict[str, Any], rec: ParticipantRecord, v: int | None,
+                   prov: dict[str, Any]) -> dict[str, Any] | None:
+    """The acct_capabilities row of a record's capability block; None when none was sent."""
+    cap = rec.capability
+    if cap is None:
+        return None
+    return {**ident, **{f: getattr(cap, f) for f in CAPABILITY_FIELDS}, "extra": _extra(cap),
+            "schema_version": v, **prov}
 
 
 def _finding_row(ident: dict[str, Any], i: int, f: Finding, v: int | None, prov: dict[str, Any]) -> dict[str, Any]:
@@ -372,6 +413,8 @@ def participant_rows(epoch: int, resp: ParticipantsResponse, prov: dict[str, Any
         ident = {"epoch": epoch, "participant": rec.participant, "model": rec.model}
         sizes = {f: None if getattr(rec, f) is None else len(getattr(rec, f)) for f, *_ in _LISTS}
         out["acct_participants"].append(_participant_row(ident, rec, v, prov, sizes))
+        if (cap := capability_row(ident, rec, v, prov)) is not None:
+            out["acct_capabilities"].append(cap)
         for field, _, table, build in _LISTS:
             out[table].extend(build(ident, i, item, v, prov) for i, item in enumerate(getattr(rec, field) or []))
     return out
@@ -556,6 +599,9 @@ def _streamed_rows(epoch: int, answer: ParticipantsText, url: str, prov: dict[st
         sizes["findings"] = len(lists["findings"] or ()) if "findings" in lists else None
         batch["acct_participants"].append(_participant_row(ident, rec, v, prov, sizes))
         pending += 1
+        if (cap := capability_row(ident, rec, v, prov)) is not None:
+            batch["acct_capabilities"].append(cap)
+            pending += 1
         for field, model, table, build in _LISTS:
             items = lists.get(field) or []
             for a in range(0, len(items), ROW_CHUNK):
