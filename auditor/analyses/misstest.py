@@ -18,13 +18,13 @@ paid all the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from ..result import Finding, Result, Table
-from . import cpoc
+from . import capability, cpoc
 from .context import Run, run_for
 from .frame import Options, epoch_state, not_stored
 from .misstest_math import (  # noqa: F401  (the chain mathematics, importable from here)
@@ -239,7 +239,10 @@ def _no_summary_reason(store: Any, epoch: int) -> str:
     return not_stored(epoch)
 
 
-def _findings(assessed: list[dict[str, Any]], epoch: int) -> list[Finding]:
+def _findings(assessed: list[dict[str, Any]], epoch: int,
+              refusals: Callable[[str], dict[str, Any]]) -> list[Finding]:
+    """The findings of the participants the test failed; each carries the participant's
+    capability refusals next to its misses (``refusals(participant)``: :func:`capability.evidence`)."""
     out = []
     for a in assessed:
         if a["verdict"] != "zeroed_by_miss_test":
@@ -249,6 +252,7 @@ def _findings(assessed: list[dict[str, Any]], epoch: int) -> list[Finding]:
                     "rewarded_coins": a["rewarded_coins"]}
         evidence["query"] = "queries/misstest_inputs.sql"
         evidence["row"] = {"epoch": epoch, "participant": a["participant"]}
+        evidence[capability.KEY] = refusals(a["participant"])
         subject = {"kind": "participant", "id": a["participant"]}
         if a["discrepancy"]:
             out.append(Finding("miss_test_discrepancy", "warn", subject,
@@ -285,10 +289,10 @@ class MissTestFacts:
 
 def facts(run: Run) -> MissTestFacts:
     """The miss test of ``run``'s epoch (queries/misstest_inputs.sql), computed once per run."""
-    return run.shared("miss_test", lambda: _facts(run.store, run.epoch))
+    return run.shared("miss_test", lambda: _facts(run.store, run.epoch, lambda p: capability.evidence(run, p)))
 
 
-def _facts(store: Any, epoch: int) -> MissTestFacts:
+def _facts(store: Any, epoch: int, refusals: Callable[[str], dict[str, Any]]) -> MissTestFacts:
     rows = store.query("misstest_inputs", epoch=epoch)
     if not rows:
         return MissTestFacts(_no_summary_reason(store, epoch))
@@ -318,7 +322,7 @@ def _facts(store: Any, epoch: int) -> MissTestFacts:
     assessed = sorted((_assess(r, p0r, excluded_known, root_known) for r in rows),
                       key=lambda a: (VERDICT_ORDER[a["verdict"]], a["participant"]))
     return MissTestFacts(None, p0r, gov_source, settled, tuple(notes), tuple(unknown), tuple(assessed),
-                         tuple(_findings(assessed, epoch)))
+                         tuple(_findings(assessed, epoch, refusals)))
 
 
 def _settled(ctx: Mapping[str, Any], epoch: int, notes: list[str]) -> bool | None:

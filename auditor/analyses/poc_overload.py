@@ -61,7 +61,7 @@ from typing import Any
 
 from ..result import Finding, Result, Table, utc_text
 from ..store import Store
-from . import cpoc, misstest
+from . import capability, cpoc, misstest
 from .context import Run, run_for
 from .cpoc import (  # noqa: F401  (the pure rules stay importable from here)
     DEFAULT_PER_10000, MISS_DISPOSITIONS, MISS_OUTCOMES, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
@@ -187,6 +187,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     for ev in events:
         _event_windows(ev, inp, windows, findings, notes, unknown)
     findings.extend(_accounting_findings(run_, windows, inp, notes))
+    findings = capability.with_refusals(run_, findings)      # the host's refusals next to its misses
     findings.extend(_discrepancies(run_, inp.mt_rows, opt.participant))
     cpoc_misses = _cpoc_misses(run_, opt, inp.mt_rows)
     if opt.miss_test_findings:
