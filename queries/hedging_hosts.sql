@@ -47,7 +47,7 @@ WITH a AS (
            coalesce(sum(output_chunks) FILTER (WHERE wasted), 0) AS wasted_chunks,
            coalesce(sum(output_bytes) FILTER (WHERE wasted), 0) AS wasted_bytes,
            sum(usage_tokens) FILTER (WHERE wasted) AS wasted_tokens,
-           round(sum(attempt_ms) / 1000.0, 3) AS attempt_seconds,
+           round(sum(duration_ms) / 1000.0, 3) AS attempt_seconds,    -- hedge_attempts.duration_ms (#1935)
            sum(output_bytes) AS output_bytes,
            min(participant) FILTER (WHERE length(participant) > 8) AS logged_address
     FROM a GROUP BY host

@@ -3,7 +3,9 @@
 --   races, attempts (non-probe), attempts_per_request = attempts / races (a race is a user
 --   request dispatched to hosts; cache hits are counted apart: cache_hits, user_requests),
 --   hedged races, rescues, suppressed losers;
---   attempt_seconds = Σ race_completed attempt_ms (the GPU-time proxy) and wasted_seconds
+--   attempt_seconds = Σ attempt durations (the GPU-time proxy: race_completed attempt_ms, or the
+--   attempt's own stage lines where attempt_ms disagrees with them by more than 1 s, #1935:
+--   hedge_attempts.duration_ms) and wasted_seconds
 --   (losers' time after the winner was selected, outside rescues) with its share; the same
 --   for output bytes and, where race_completed carries usage_tokens, tokens.
 -- Reads: hedge_races, log_events (gateway_cache_hit).
@@ -26,7 +28,7 @@ WITH r AS (
            count(*) FILTER (WHERE rescue) AS rescues,
            sum(suppressed_losers) AS suppressed_losers,
            sum(wasted_attempts) AS wasted_attempts,
-           round(sum(attempt_ms) / 1000.0, 3) AS attempt_seconds,
+           round(sum(duration_ms) / 1000.0, 3) AS attempt_seconds,
            round(coalesce(sum(wasted_ms), 0) / 1000.0, 3) AS wasted_seconds,
            sum(output_bytes) AS output_bytes,
            coalesce(sum(wasted_bytes), 0) AS wasted_bytes,

@@ -499,3 +499,65 @@ def test_the_json_lists_the_races_with_most_waste_and_says_where_the_rest_are(in
         monkeypatch.setattr(hedging, "RACES_PER_PAGE", per_page)
         everything = run_json("hedging", "--offline", *RANGE, "--all-races", "--format", "json", db=db)
         assert everything["races"] == whole["races"] and everything["races_listed"]["which"] == "all"
+
+
+# -- attempt durations (#1935) --------------------------------------------------------------------
+# Gateway v5.1.0 (fixed in v4.1.3) measured an attempt's attempt_ms, and logged its race_completed
+# line, when the whole request settled. Here the primary's stream failed 3 s after it started (its
+# send_failed line), yet its race_completed line, at the settlement 20 s in, says attempt_ms=20020.
+R1935 = "req-1792748400000000000-1935"
+
+
+def _race_completed(nonce: int, host: str, winner: bool, attempt_ms: int, chunks: int, size: int) -> str:
+    return (f"nonce={nonce} host={host} host_idx={nonce} participant=gonka1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq{host} "
+            f"model=Qwen/Qwen3-4B-Instruct-2507 input_tokens=900 winner={str(winner).lower()} "
+            f"finished={str(winner).lower()} responsive=true has_receipt=true confirmed_at=0 attempt_ms={attempt_ms} "
+            f"output_chunks={chunks} content_chunks={chunks} output_bytes={size} stream_bytes_read={size} "
+            f"usage_tokens={chunks} max_gap_ms=80 mean_gap_ms=20 content_source=delta.content error_source=\"\" "
+            "probe=false suspicious=false" + ("" if winner else " failure_reason=sse_truncated"))
+
+
+LOG_1935 = "\n".join(f"2026/10/23 10:00:{t} request={R1935} stage={s} escrow=900 {kv}" for t, s, kv in [
+    ("00.000000", "decision_made", "nonce=1 host=pr1mhost decision=pairwise_budgeted_speedup delay_ms=0 "
+                                   "max_attempts=2 group_size=16"),
+    ("00.010000", "started", "nonce=1 host=pr1mhost"),
+    ("00.020000", "started", "nonce=2 host=s3cchost"),
+    ("01.000000", "first_token", "nonce=2 host=s3cchost route=winner winner_nonce=2"),
+    ("01.010000", "winner_selected", "nonce=2"),
+    ("02.000000", "stream_suppressed", "nonce=1 host=pr1mhost winner_nonce=2"),
+    ("03.010000", "send_failed", "nonce=1 host=pr1mhost output_chunks=40 content_chunks=38 output_bytes=9000 "
+                                 "stream_bytes_read=9100 poc_reason=\"\" poc_generation=false failure_reason=sse_truncated"),
+    ("20.020000", "send_completed", "nonce=2 host=s3cchost output_chunks=900 content_chunks=890 output_bytes=200000 "
+                                    "stream_bytes_read=204000 max_gap_ms=80 max_gap_at_chunk=3 mean_gap_ms=20"),
+    ("20.030000", "race_completed", _race_completed(2, "s3cchost", True, 20010, 900, 200000)),
+    ("20.030000", "race_completed", _race_completed(1, "pr1mhost", False, 20020, 40, 9000)),
+]) + "\n"
+RANGE_1935 = ["--since", "2026-10-23T09:59:00", "--until", "2026-10-23T10:01:00"]
+
+
+def test_attempt_durations_come_from_the_stage_lines_where_attempt_ms_disagrees(tmp_path):
+    log = tmp_path / "v510.log"
+    log.write_text(LOG_1935)
+    db = tmp_path / "a.duckdb"
+    assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
+    out = run_json("hedging", *RANGE_1935, "--offline", "--format", "json", db=db)
+    d = out["attempt_durations"]
+    assert (d["attempts"], d["stage_timed"], d["disagreements"], d["loser_ends_from_stage_lines"]) == (2, 2, 1, 1)
+    assert d["disagreement_share"] == 0.5 and d["basis"] == "stage_lines_where_attempt_ms_disagrees"
+    assert d["examples"] == [{"request": R1935, "nonce": 1, "host": "pr1mhost", "role": "primary",
+                              "attempt_ms": 20020, "stage_ms": 3000}]
+    assert (d["attempt_seconds_logged"], d["attempt_seconds_used"]) == (40.03, 23.01)
+    t = out["totals"]
+    assert t["duration_basis"] == "stage_lines_where_attempt_ms_disagrees"
+    # the primary ran 3 s, not 20; it threw away 2 s after the winner was selected, not 19
+    assert (t["attempt_seconds"], t["wasted_seconds"]) == (23.01, 2.0)
+    assert any("#1935" in n for n in out["notes"])
+    host = next(h for h in out["hosts"] if h["label"] == "pr1mhost")
+    assert (host["attempt_seconds"], host["wasted_seconds"]) == (3.0, 2.0)
+
+
+def test_attempt_durations_agreeing_with_the_stage_lines_keep_attempt_ms(small):
+    out = small
+    d = out["attempt_durations"]
+    assert d["disagreements"] == 0 and d["stage_timed"] > 0 and d["basis"] == out["totals"]["duration_basis"] == "attempt_ms"
+    assert d["attempt_seconds_used"] == d["attempt_seconds_logged"] == out["totals"]["attempt_seconds"]

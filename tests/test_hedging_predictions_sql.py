@@ -28,7 +28,8 @@ CREATE OR REPLACE TABLE hedge_races (request VARCHAR, race_ts TIMESTAMPTZ, hedge
 CREATE OR REPLACE TABLE hedge_attempts (request VARCHAR, file_id INTEGER, line_no BIGINT, host VARCHAR, role VARCHAR,
                              nonce BIGINT, winner BOOLEAN, finished BOOLEAN, probe BOOLEAN, start_reason VARCHAR,
                              attempt_ms BIGINT, after_winner_ms BIGINT, output_bytes BIGINT, ttft_ms BIGINT,
-                             started_ts TIMESTAMPTZ, race_ts TIMESTAMPTZ);
+                             started_ts TIMESTAMPTZ, race_ts TIMESTAMPTZ,
+                             duration_ms BIGINT);  -- what the query sums (#1935); the walk's attempt_ms here
 CREATE OR REPLACE TABLE hedge_priors (file_id INTEGER, line_no BIGINT, prior_samples BIGINT, ttft_q DOUBLE[],
                            receipt_q DOUBLE[]);
 """
@@ -100,10 +101,10 @@ def _store(con: duckdb.DuckDBPyConnection, races) -> None:
             started = None if a["start_ms"] is None else r["race_ts"] + timedelta(milliseconds=a["start_ms"])
             rows["attempts"].append([r["request"], line, a["host"], a["role"], a["nonce"], a["winner"], a["finished"],
                                      a["start_reason"], a["attempt_ms"], a["after_winner_ms"], a["output_bytes"],
-                                     a["ttft_ms"], started, r["race_ts"]])
+                                     a["ttft_ms"], started, r["race_ts"], a["attempt_ms"]])
             rows["priors"].append([line, a["prior_samples"], a["ttft_q"], a["receipt_q"]])
     con.executemany("INSERT INTO hedge_races VALUES (?, ?, true, ?, ?, ?)", rows["races"])
-    con.executemany("INSERT INTO hedge_attempts VALUES (?, 1, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?, ?)",
+    con.executemany("INSERT INTO hedge_attempts VALUES (?, 1, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows["attempts"])
     con.executemany("INSERT INTO hedge_priors VALUES (1, ?, ?, ?, ?)", rows["priors"])
 

@@ -52,6 +52,18 @@ ADDED_KEYS: tuple[tuple[str, str], ...] = (
     ("misstest", "findings[].evidence.capability_refusals"),
     ("poc-overload", "findings[].evidence.capability_refusals"),
     ("epoch", "findings[].evidence.capability_refusals"),
+    # #1935: the basis of the attempt durations the hedging figures use, and how often race_completed's
+    # attempt_ms disagrees with the attempt's own stage lines
+    ("hedging", "totals.duration_basis"), ("hedging", "attempt_durations"),
+    ("epoch", "hedging.totals.duration_basis"), ("epoch", "hedging.attempt_durations"),
+)
+# New columns of views (`auditor sql` answers: out of `columns` and of every row), (view, column):
+# the attempt's end-of-stream line and the durations of #1935
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("attempts", "end_stage_ts"),
+    *(("hedge_attempts", c) for c in ("stage_ms", "attempt_ms_disagrees", "duration_ms", "end_stage_ts",
+                                      "end_from_stage_line")),
+    ("hedge_races", "duration_ms"),
 )
 # ------------------------------------------------------------------------------------------------
 
@@ -76,12 +88,20 @@ def _strip(node, parts: list[str]):
 
 
 def without_additions(result: dict, command: str) -> tuple[dict, int]:
-    """``result`` without the ADDED_KEYS of ``command``, and how many keys were left out."""
+    """``result`` without the ADDED_KEYS of ``command`` (and, for an `auditor sql` of a view, its
+    ADDED_COLUMNS), and how many keys and columns were left out."""
     out, gone = result["output"], 0
     for cmd, path in ADDED_KEYS:
         if cmd == command:
             out, n = _strip(out, path.split("."))
             gone += n
+    if command == "sql" and isinstance(out, dict) and isinstance(out.get("columns"), list):
+        query = result["argv"][1]
+        new = {c for view, c in ADDED_COLUMNS if f" FROM {view} " in f"{query} "}
+        gone += sum(1 for c in out["columns"] if c in new)
+        out = {**out, "columns": [c for c in out["columns"] if c not in new],
+               "rows": [{k: v for k, v in r.items() if k not in new} if isinstance(r, dict) else r
+                        for r in out.get("rows") or []]}
     return {**result, "output": out}, gone
 
 

@@ -381,7 +381,11 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     if check is not None:
         notes.append(check["summary"])
     unresp_data = _unresponsive(unresp)
+    durations = attempt_durations(store.query("hedging_attempt_durations", **args)[0])
     totals = _totals(total, facts, predictions, hosts)
+    totals["duration_basis"] = durations["basis"]
+    if durations["disagreements"]:
+        notes.append(durations["summary"])
     per_hour = [r for r in totals_rows if r["hour"] is not None]
 
     # the RACES_LISTED with the most waste: the JSON's list, and the race table's top
@@ -401,6 +405,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
         "predictability": pred,
         "primary_unresponsive": unresp_data,
         "counterfactuals": cfs,
+        "attempt_durations": durations,
         "races": races,
         "races_listed": {"listed": len(races), "of": in_range,
                          "which": "all" if len(races) == in_range else f"the {len(races)} with the most "
@@ -516,6 +521,39 @@ def _unresponsive(unresp: list[dict[str, Any]]) -> dict[str, Any]:
                           "winner_host": u["winner_host"]} for u in fp[:10]],
             "rule": "a primary_unresponsive decision whose primary then delivered its first token and "
                     "finished normally (race_completed finished=true responsive=true)"}
+
+
+DURATION_BASIS_LOGGED = "attempt_ms"
+DURATION_BASIS_STAGES = "stage_lines_where_attempt_ms_disagrees"
+DISAGREE_MS = 1000          # more than the lines' whole-second resolution can explain
+
+
+def attempt_durations(row: dict[str, Any]) -> dict[str, Any]:
+    """How often race_completed's attempt_ms disagrees with the attempt's own stage lines by more
+    than DISAGREE_MS (#1935), from queries/hedging_attempt_durations.sql's row, and the basis of
+    the durations the figures use: ``attempt_ms`` when no attempt of the range disagrees (every
+    figure is then the logged one), else the stage lines for those that do."""
+    n = {k: int(row[k] or 0) for k in ("attempts", "stage_timed", "with_attempt_ms", "disagreements",
+                                        "loser_ends_from_stage_lines")}
+    moved = n["disagreements"] or n["loser_ends_from_stage_lines"]
+    out = {**n, "disagreement_share": _share(n["disagreements"], n["with_attempt_ms"]),
+           "threshold_ms": DISAGREE_MS,
+           "attempt_seconds_logged": _num(row["attempt_seconds_logged"]),
+           "attempt_seconds_used": _num(row["attempt_seconds_used"]),
+           "basis": DURATION_BASIS_STAGES if moved else DURATION_BASIS_LOGGED,
+           "rule": (f"an attempt's duration is race_completed's attempt_ms unless its started and end-of-stream "
+                    f"lines (send_completed, send_failed, empty_stream, error_stream) span a time that differs by "
+                    f"more than {DISAGREE_MS} ms: then that span (gateway v5.1.0 measured attempt_ms, and logged "
+                    "race_completed, when the whole request settled, #1935); a loser's wasted time ends at its "
+                    f"end-of-stream line when its race_completed line came more than {DISAGREE_MS} ms later"),
+           "examples": [_clean(dict(e)) for e in row["examples"]]}
+    out["summary"] = (f"attempt durations: race_completed attempt_ms disagrees by more than {DISAGREE_MS} ms with the "
+                      f"attempt's own stage lines for {n['disagreements']} of {n['with_attempt_ms']} attempts "
+                      f"(#1935): the figures use the stage lines for those ({out['attempt_seconds_used']:,} "
+                      f"attempt-seconds instead of {out['attempt_seconds_logged']:,} logged)"
+                      + (f"; {n['loser_ends_from_stage_lines']} loser(s)' waste measured to the end of their stream"
+                         if n["loser_ends_from_stage_lines"] else ""))
+    return out
 
 
 def _totals(total: dict[str, Any], facts: dict[str, Any], predictions: dict[str, Any],

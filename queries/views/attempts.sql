@@ -3,8 +3,9 @@
 --
 -- One row per attempt: a race_completed line (probes and lines without request= included),
 -- with its fields, the request's decision and the attempt's own lines (first line, started,
--- receipt, first token, winner_selected, suppression, cancellation). The same in every log
--- format: only fields and line order are used.
+-- receipt, first token, winner_selected, suppression, cancellation, and end_stage_ts: the first
+-- of its send_completed, send_failed, empty_stream and error_stream lines, when the host's stream
+-- ended). The same in every log format: only fields and line order are used.
 --   race       the attempts of one request (request=). A line without a request belongs to
 --              no race: its role, primary_nonce, race_has_winner, loser, suppressed_loser and
 --              failed_after_suppression are NULL (unknown). PoC probes (probe=true) are not
@@ -48,10 +49,13 @@ WITH att AS (
            min(ts) FILTER (WHERE name = 'winner_selected') AS winner_selected_ts,
            bool_or(name = 'speculative_attempt_canceled') AS canceled_line,
            bool_or(name = 'stream_suppressed') AS stream_suppressed,
-           min(elapsed_ms) FILTER (WHERE name = 'receipt_received') AS receipt_ms
+           min(elapsed_ms) FILTER (WHERE name = 'receipt_received') AS receipt_ms,
+           min(ts) FILTER (WHERE name IN ('send_completed', 'send_failed', 'empty_stream', 'error_stream'))
+               AS end_stage_ts
     FROM log_attempt_lines
     WHERE name IN ('prepared', 'poc_probe_prepared', 'started', 'first_token', 'winner_selected',
-                   'speculative_attempt_canceled', 'stream_suppressed', 'receipt_received')
+                   'speculative_attempt_canceled', 'stream_suppressed', 'receipt_received',
+                   'send_completed', 'send_failed', 'empty_stream', 'error_stream')
     GROUP BY escrow, nonce
 ), dec AS (
     -- the request's decision: its first decision_made line
@@ -66,7 +70,7 @@ WITH att AS (
     FROM att WHERE request IS NOT NULL
     GROUP BY request
 ), joined AS (
-    SELECT a.*, n.start_pos, n.started_ts, n.first_token_ts, n.winner_selected_ts, n.receipt_ms,
+    SELECT a.*, n.start_pos, n.started_ts, n.first_token_ts, n.winner_selected_ts, n.receipt_ms, n.end_stage_ts,
            coalesce(n.stream_suppressed, false) AS stream_suppressed,
            coalesce(n.canceled_line, false) OR coalesce(a.failure_reason = 'client_cancelled', false) AS cancelled,
            d.decision, d.decision_ts, d.delay_ms,

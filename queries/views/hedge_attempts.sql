@@ -34,6 +34,16 @@
 --              (see hedging_totals.time_resolution).
 --   ttft_ms    started -> first_token (line times); receipt_ms is receipt_received's
 --              elapsed_ms field.
+--   duration   (#1935: gateway v5.1.0, fixed in v4.1.3, measured race_completed's attempt_ms, and
+--              logged the line, when the whole request settled, not when the attempt ended: a
+--              loser that ended first looks slower.) stage_ms is the attempt's own lines' span,
+--              started -> end_stage_ts (its stream's end: send_completed, send_failed, empty_stream,
+--              error_stream). attempt_ms_disagrees: both are known and differ by more than 1 s
+--              (more than the lines' whole-second resolution can explain). duration_ms, the
+--              duration every hedging figure sums: stage_ms where attempt_ms disagrees, else
+--              attempt_ms. Likewise a loser's end, for wasted_ms, is its end_stage_ts where its
+--              race_completed line came more than 1 s after it (end_from_stage_line), else the
+--              race_completed line's time.
 -- A race's winner (and its primary's failure) is its first such attempt by line (end_pos):
 -- one race line stored twice (a copy of it collected beside its log) gives two, and the pick
 -- must not depend on the order a plan reads them (the views of races and of requests pick
@@ -82,14 +92,25 @@ WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both us
            CASE WHEN c.started_ts IS NOT NULL AND c.first_token_ts IS NOT NULL
                 THEN epoch_ms(c.first_token_ts) - epoch_ms(c.started_ts) END AS ttft_ms,
            CASE WHEN c.loser AND c.race_winner_selected_ts IS NOT NULL AND c.ts IS NOT NULL
-                THEN greatest(0, epoch_ms(c.ts) - epoch_ms(c.race_winner_selected_ts)) END AS after_winner_ms
-    FROM race c
+                THEN greatest(0, epoch_ms(CASE WHEN c.end_from_stage_line THEN c.end_stage_ts ELSE c.ts END)
+                                 - epoch_ms(c.race_winner_selected_ts)) END AS after_winner_ms
+    FROM (SELECT r.*,
+                 CASE WHEN r.started_ts IS NOT NULL AND r.end_stage_ts IS NOT NULL
+                      THEN epoch_ms(r.end_stage_ts) - epoch_ms(r.started_ts) END AS stage_ms,
+                 coalesce(epoch_ms(r.ts) - epoch_ms(r.end_stage_ts) > 1000, false) AS end_from_stage_line
+          FROM race r) c
+), timed AS (
+    SELECT c.*, abs(c.attempt_ms - c.stage_ms) > 1000 AS attempt_ms_disagrees
+    FROM classified c
 )
 SELECT request, escrow, nonce, host, participant, model, race_ts, decision, delay_ms,
        primary_nonce, primary_inferred, role, start_reason,
        winner, finished, responsive, has_receipt, probe, suspicious, failure_reason, cancelled,
        stream_suppressed,
-       attempt_ms, output_chunks, content_chunks, output_bytes, usage_tokens, input_bytes, stall_count, max_gap_ms,
+       attempt_ms, stage_ms, attempt_ms_disagrees,
+       CASE WHEN attempt_ms_disagrees THEN stage_ms ELSE attempt_ms END AS duration_ms,
+       end_stage_ts, end_from_stage_line,
+       output_chunks, content_chunks, output_bytes, usage_tokens, input_bytes, stall_count, max_gap_ms,
        receipt_ms, ttft_ms, started_ts, first_token_ts, ts AS end_ts,
        race_attempts, race_has_winner, winner_nonce, winner_host, winner_role, winner_start_reason, rescue,
        loser, suppressed_loser, failed_after_suppression,
@@ -97,4 +118,4 @@ SELECT request, escrow, nonce, host, participant, model, race_ts, decision, dela
        (loser AND NOT coalesce(rescue, false)) AS wasted,
        CASE WHEN loser AND NOT coalesce(rescue, false) THEN after_winner_ms END AS wasted_ms,
        file_id, line_no
-FROM classified;
+FROM timed;

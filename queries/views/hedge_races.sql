@@ -36,6 +36,8 @@ SELECT
     sum(output_bytes) FILTER (WHERE wasted) AS wasted_bytes,
     sum(usage_tokens) FILTER (WHERE wasted) AS wasted_tokens,
     sum(attempt_ms) FILTER (WHERE NOT probe) AS attempt_ms,
+    -- the durations the hedging figures sum (hedge_attempts.duration_ms: #1935)
+    sum(duration_ms) FILTER (WHERE NOT probe) AS duration_ms,
     sum(output_bytes) FILTER (WHERE NOT probe) AS output_bytes,
     sum(usage_tokens) FILTER (WHERE NOT probe) AS usage_tokens
 FROM (SELECT *, file_id::BIGINT * 1000000000000 + line_no AS end_pos FROM hedge_attempts)
