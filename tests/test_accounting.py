@@ -546,8 +546,10 @@ def test_property_the_streamed_rows_are_the_decoded_rows(recs):
     data = {"schema_version": 6, "epoch_index": 403, "participants": recs}
     seen = {"versions": set(), "unknown": set()}
     streamed: dict[str, list] = {t: [] for t in TABLES if t != "acct_epochs"}
-    for batch in acct._streamed_rows(403, acct.ParticipantsText(json.dumps(data)), "http://x", PROV, seen):
+    text = acct.ParticipantsText(json.dumps(data))
+    for batch in acct._streamed_rows(403, text, "http://x", PROV, seen):
         for t, rows in batch.items():
             streamed[t].extend(rows)
     assert streamed == rows_of(data)
+    assert text.rows == sum(map(len, streamed.values()))        # what MAX_ROWS bounds: every row stored
     assert seen["unknown"] == set()

@@ -471,7 +471,7 @@ class ParticipantsText:
         self.is_object = True
         self.records_at: int | None = None  # where the participants array's first record starts
         self.count = 0
-        self.rows = 0  # the rows the records would make: one each, and one per item of their lists
+        self.rows = 0  # the rows the records would make: one each, one per item of their lists, one per capability block
         s = self.text
         i = _ws(s, 0)
         if not s.startswith("{", i):
@@ -500,6 +500,7 @@ class ParticipantsText:
                 for record in self._array(i + 1):
                     self.count += 1
                     self.rows += 1 + (sum(len(x) for f, *_ in _LISTS if isinstance(x := record.get(f), list))
+                                      + isinstance(record.get("capability"), dict)   # its acct_capabilities row
                                       if isinstance(record, dict) else 0)
                 i = self._end
             else:
