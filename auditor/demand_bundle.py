@@ -214,7 +214,7 @@ def own(store, runs: Mapping[int, Any]) -> Contribution | None:
     """The store's own gateway logs as a contribution (None without a log)."""
     from .analyses import cpoc
 
-    if store.query("poc_overload_log_span")[0]["first_ts"] is None:
+    if not runs or cpoc.log_span(next(iter(runs.values())))["first_ts"] is None:
         return None
     r = store.query("demand_bundle_gateway")[0]
     gateway = ",".join(r["creators"]) if r["creators"] else "this store"
@@ -323,7 +323,11 @@ def _windows(rows: list[dict], bad) -> list[dict]:
 
 
 def load(source: str, timeout: float = 10.0) -> Contribution:
-    return parse(fetch(source, timeout), source)
+    """The bundle at ``source`` (path or URL; a URL's credentials are never shown)."""
+    from .redact import redact_url
+
+    shown = redact_url(source) if source.startswith(("http://", "https://")) else source
+    return parse(fetch(source, timeout), shown)
 
 
 # -- merging ------------------------------------------------------------------------------------

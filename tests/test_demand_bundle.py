@@ -264,3 +264,15 @@ def test_accounting_only_estimate_is_labelled_in_every_format(tmp_path):
         assert "est_mean_inflight" in out.stdout, fmt
         if fmt != "csv":
             assert "ESTIMATED" in out.stdout and "not a peak" in out.stdout, fmt
+
+
+def test_export_needs_a_log_and_the_chain(split, tmp_path):
+    out = tmp_path / "x.parquet"
+    r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(out), db=split["third"])
+    assert r.returncode == 3 and "no gateway log" in r.stderr and r.stderr.count("\n") == 1 and not out.exists()
+    r = run_cli("export", "demand", "--epochs", "500..501", "--out", str(out), db=split["store0"])
+    assert r.returncode == 3 and "no epoch of 500..501" in r.stderr and not out.exists()
+    r = run_cli("export", "demand", "--epochs", "403..401", "--out", str(out), db=split["store0"])
+    assert r.returncode == 2
+    r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(tmp_path), db=split["store0"])
+    assert r.returncode == 2 and "directory" in r.stderr

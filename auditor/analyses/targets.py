@@ -17,11 +17,21 @@ Pure functions: :func:`parse_epoch_range`, :func:`smallest_first`, :func:`larges
 :func:`run` (one epoch) and :func:`run_range`. Finding: ``preserved_capacity_short``
 (warn where a preserved host of the model took misses in that CPoC window, else info).
 
-Demand comes from the gateway logs only (per-second in flight needs attempt start and
-end times; the accounting API has counters without times), summed over every log file
-in the store. One gateway's demand is a lower bound on the network's. Without a log, the
-accounting API's misses of the model's preserved hosts in dispatch phase ``confirmation_poc``
-(``cpoc.model_accounting_misses``) are shown beside, and said to be no demand.
+Demand comes from the gateway logs (per-second in flight needs attempt start and end
+times; the accounting API has counters without times), summed over every log file in the
+store, and over the demand bundles of other gateways given with ``--bundle``
+(:mod:`auditor.demand_bundle`: in-flight steps per model and window, summed before the
+statistic; a gateway's window counted once). One gateway's demand is a lower bound on the
+network's. Without a log, the accounting API's misses of the model's preserved hosts in
+dispatch phase ``confirmation_poc`` (``cpoc.model_accounting_misses``) are shown beside, and
+said to be no demand; and its confirmation_poc requests over the windows' seconds, times a
+latency, give Little's law's mean in flight (``network_estimate``): an estimate of the mean,
+labelled so, never mixed with the measured peaks.
+
+Governance (issue 36): the covering fraction is never above 1 (a model whose D_m exceeds
+its whole W_m is named: only a per-model target covers it); the model that drives it is
+named, with what the others need; ``proposal`` gives per model W_m, today's target, D_m and
+its basis, the suggested per-model target and the one fraction for the rest.
 """
 
 from __future__ import annotations
@@ -579,6 +589,11 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
         n_gw = len({g["gateway"] for g in gateways if g["windows_counted"]})
         notes.append(f"demand summed over {n_gw} gateway(s): the store's own logs and {len(bundle_report)} "
                      "bundle(s) (demand_sources); a gateway's window given twice counts once (the newest bundle's)")
+        other = sorted({f"{b['gateway']}: {b['per_10000']:g}" for b in gateways
+                        if b["per_10000"] is not None and b["per_10000"] != per})
+        if other:
+            notes.append(f"D_m uses per_10000 {per:g} for every gateway; bundles that give another setting: "
+                         + "; ".join(other))
     gov = _governance(rows, per)
     estimate = _network_estimate(store, epochs, runs, latency, opt, per)
     proposal = _proposal(rows, gov, estimate, gateways)
