@@ -48,6 +48,7 @@ META_KEY = b"auditor.demand_bundle"
 KINDS = ("window", "model", "step")
 COLUMNS = ("kind", "epoch", "window", "start_height", "end_height", "start_time", "end_time",
            "covered_from", "covered_to", "model", "ts", "delta", "attempts", "attempt_seconds")
+OWN_SOURCE = "this store's gateway logs"
 MAX_BUNDLE = 64 * 2**20                   # bytes: a bundle is small (steps of a few windows)
 HELP = """\
 Write one gateway's PoC-time demand for `auditor targets --bundle` in another store: one small
@@ -169,8 +170,9 @@ def export(store, first: int, last: int, out: Path, *, name: str | None = None,
     from .analyses import cpoc
     from .analyses.context import Run
 
-    stored = [e for (e,) in store.con.execute(
-        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
+    from .analyses.targets import stored_epochs
+
+    stored = stored_epochs(store, first, last)
     if not stored:
         raise SourceError(f"no epoch of {first}..{last} is in the store: its cPoC windows' heights and times "
                           f"come from the chain: auditor collect --epoch {last} --node URL")
@@ -220,7 +222,7 @@ def own(store, runs: Mapping[int, Any]) -> Contribution | None:
     gateway = ",".join(r["creators"]) if r["creators"] else "this store"
     windows = [w for e in sorted(runs) for w in cpoc.gateway_demand(runs[e])]
     return Contribution(gateway, "escrow creator(s) on chain" if r["creators"] else "unknown (no escrow record)",
-                        "this store's gateway logs", None, windows)
+                        OWN_SOURCE, None, windows)
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -190,13 +190,9 @@ def gateway_demand(run: Run) -> list[dict]:
             d = {"epoch": run.epoch, "window": w["window"], "start_height": w["start_height"],
                  "end_height": w["end_height"], "start": start, "end": end, "covered": None, "models": {}}
             out.append(d)
-            if start is None or end is None:
-                d.update(evidence="none", detail="block times not collected")
+            if start is None or end is None or not (
+                    span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start):
                 continue
-            if not (span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start):
-                d.update(evidence="none", detail="no gateway log line in this window")
-                continue
-            full = span["first_ts"] <= start and span["last_ts"] >= end
             lo, hi = max(start, span["first_ts"]), min(end, span["last_ts"])
             by_model: dict[str, list] = defaultdict(list)
             for r in run.store.query("targets_demand_attempts", since=start, until=end):
@@ -206,9 +202,7 @@ def gateway_demand(run: Run) -> list[dict]:
                 initial, steps = inflight_steps(intervals, start, end)
                 d["models"][m] = {"initial": initial, "steps": steps, "attempts": len(intervals),
                                   "attempt_seconds": sum((e - s).total_seconds() for s, e in intervals)}
-            d.update(covered=(lo, hi), evidence="full" if full else "partial",
-                     detail="the logs span the whole window" if full else
-                     f"the logs cover {utc_text(lo)} to {utc_text(hi)} only")
+            d["covered"] = (lo, hi)
         return out
     return run.shared("gateway_demand", compute)
 

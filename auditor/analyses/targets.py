@@ -475,8 +475,7 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
     show how stable the estimate is."""
     opt = _opts(options)
     parse_statistic(opt.statistic)
-    stored = [e for (e,) in store.con.execute(
-        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
+    stored = stored_epochs(store, first, last)
     if not stored:
         raise SourceError(not_stored(first) if first == last else
                           f"no epoch of {first}..{last} is in the store; collect them first: "
@@ -489,6 +488,12 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
         res.complete = False
     res.data["epochs"] = {"first": first, "last": last, "stored": stored}
     return res
+
+
+def stored_epochs(store: Store, first: int, last: int) -> list[int]:
+    """The epochs of ``first``..``last`` the store holds, in order."""
+    return [e for (e,) in store.con.execute(
+        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
 
 
 def _ranges(xs: list[int]) -> str:
@@ -589,6 +594,10 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
         n_gw = len({g["gateway"] for g in gateways if g["windows_counted"]})
         notes.append(f"demand summed over {n_gw} gateway(s): the store's own logs and {len(bundle_report)} "
                      "bundle(s) (demand_sources); a gateway's window given twice counts once (the newest bundle's)")
+        for g in gateways:
+            if g["source"] != demand_bundle.OWN_SOURCE and not g["windows_counted"] and not g["windows_superseded"]:
+                notes.append(f"bundle {g['source']} ({g['gateway']}) covers no cPoC window of the epochs asked "
+                             f"({g['windows_outside_epochs']} window(s) of other epochs): it adds nothing")
         other = sorted({f"{b['gateway']}: {b['per_10000']:g}" for b in gateways
                         if b["per_10000"] is not None and b["per_10000"] != per})
         if other:
@@ -640,7 +649,7 @@ def _contributions(store: Store, epochs: list[int], runs: Mapping[int, Run], opt
         for e in epochs:
             for w in cpoc.epoch_windows(runs[e]):
                 known[(e, w["window"])] = w
-        stored = [e for (e,) in store.con.execute("SELECT epoch FROM chain_epochs").fetchall()]
+        stored = stored_epochs(store, min(asked), max(asked))
         for src in opt.bundles:
             c = demand_bundle.load(src)
             demand_bundle.check_known(c, known, asked, stored)
