@@ -305,5 +305,6 @@ def test_demo_covering_value_is_said_to_be_driven_by_one_model(tmp_path):
     assert glm["suggested_target"] == 25_000 and glm["demand_basis"].startswith("measured")
     md = run_cli("targets", "403", "--offline", "-f", "md", db=db).stdout
     assert "## Proposal for governance" in md
+    assert f"0.971, driven by {GLM} alone (D_m 25,000 of W_m 25,771)" in md
     assert (f"one model drives the covering poc_slot_allocation 0.971: {GLM} (D_m 25,000 against W_m 25,771 "
             "needs 0.971)") in md

@@ -630,8 +630,12 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
 def _covering_text(gov: dict) -> str:
     f = gov["covering_poc_slot_allocation"]
     parts = [] if f is None else [f"{f:g}"]
-    if gov["driven_by"] is not None and gov["models_with_demand"] > 1:
-        parts.append(f"driven by {gov['driven_by']['model_id']}")
+    drv = gov["driven_by"]
+    if drv is not None and f is not None:
+        parts[0] += (f", driven by {drv['model_id']} alone (D_m {drv['demand_weight']:,} of W_m "
+                     f"{drv['total_weight']:,}); the others need "
+                     + ("unknown: no other demand measured" if gov["covering_without_driver"] is None
+                        else f"{gov['covering_without_driver']:g}"))
     for u in gov["uncovered_models"]:
         parts.append(f"none covers {u['model_id']} (D_m {u['demand_weight']:,} above W_m {u['total_weight']:,}): "
                      "only a per-model target can")
