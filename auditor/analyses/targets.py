@@ -411,7 +411,9 @@ def _network_estimate(store: Store, epochs: list[int], runs: Mapping[int, Run], 
             "windows": len(timed), "window_seconds": seconds,
             "inputs": ("requests: the accounting API's counters of dispatch phase confirmation_poc (every disposition "
                        "but ghost and protocol_only) on escrows created in the epochs, summed over every accounting "
-                       "source in the store; seconds: the epochs' cPoC windows (trigger to end of validation); "
+                       "source in the store (the store holds one gateway's accounting per epoch: several --accounting "
+                       "URLs are failover of one source, so this is that gateway's share, a lower bound on the "
+                       "network's); seconds: the epochs' cPoC windows (trigger to end of validation); "
                        f"estimated_demand_weight = D_m's rule on ceil(mean) x headroom {opt.headroom:g}"),
             "models": models}
 
