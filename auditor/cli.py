@@ -421,6 +421,12 @@ FLAGS: dict[str, Group] = {
             "max"),
         _opt("headroom", Annotated[float, typer.Option("--headroom", min=1.0, help="Factor on the demand.")], 1.25),
         _opt("per_10000", Per10000Opt, None),
+        _opt("bundle", Annotated[list[str], typer.Option("--bundle", metavar="PATH_OR_URL",
+            help="A demand bundle (auditor export demand) of another gateway: its per-second demand is summed "
+                 "with the store's logs per model and window. Repeatable; an http(s) URL is fetched.")], []),
+        _opt("assume_latency", Annotated[Optional[float], typer.Option("--assume-latency", min=0.001,
+            metavar="SECONDS", help="Latency for the accounting-only estimate of the mean in flight (Little's "
+                                    "law) when no log or bundle gives one. [default: 10]")], None),
     ], _targets_call),
     "hedging": Group("call", [_opt("epoch", OptionalEpochArg, None), _opt("since", SinceOpt, None),
                               _opt("until", UntilOpt, None), PARTICIPANT,
@@ -540,6 +546,42 @@ def report_daily(
     raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
                                fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
                                progress=_progress(), collect=_collect, command=command_line()))
+
+
+export_app = typer.Typer(help="Write what the store knows for another store to read.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+def _export_demand_help() -> str:
+    from .demand_bundle import HELP
+
+    return HELP
+
+
+@export_app.command("demand", help=_export_demand_help())
+def export_demand(
+    epochs: Annotated[str, typer.Option("--epochs", metavar="A..B", help="The epochs whose cPoC windows to write.")],
+    out: Annotated[Path, typer.Option("--out", metavar="FILE.parquet", help="The bundle to write (atomically).")],
+    name: Annotated[Optional[str], typer.Option("--name", metavar="NAME",
+        help="The gateway's name, instead of the address that created its escrows.")] = None,
+    per_10000: Per10000Opt = None,
+) -> None:
+    from . import demand_bundle
+    from .analyses.targets import parse_epoch_range
+    from .errors import StoreError
+    from .store import Store
+
+    first, last = parse_epoch_range(epochs)
+    db = _db()
+    if str(db) != ":memory:" and not Path(db).exists():
+        raise StoreError(f"no database at {db}; run `auditor collect` first")
+    with Store(db, read_only=True) as store:
+        store.read_kept()
+        meta = demand_bundle.export(store, first, last, out, name=name, per_10000=per_10000)
+    if not state.quiet:
+        print(f"auditor: wrote {out}: gateway {meta['gateway']}, {meta['windows_covered']} of {meta['windows']} "
+              f"cPoC window(s) covered by its logs, {meta['rows']} rows, sha256 {meta['content_sha256'][:16]}",
+              file=sys.stderr)
 
 
 @app.command()

@@ -41,6 +41,15 @@ _spec.loader.exec_module(golden)
 # races_listed, which says so, is new
 DROP_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("epoch", "hedging.races"), ("epoch", "hedging.races_listed"), ("hedging", "races_listed")})
+# issue 36 (governance targets), accepted additions, new keys only (no existing value changes):
+# where the demand came from (the store's logs and --bundle), the accounting-only estimate of
+# the mean in flight, the proposal section, and the honest covering fraction's companions
+ISSUE_36_ADDITIONS: frozenset[tuple[str, str]] = frozenset({
+    ("targets", "demand_sources"), ("targets", "network_estimate"), ("targets", "proposal"),
+    ("targets", "governance.uncovered_models"), ("targets", "governance.need_by_model"),
+    ("targets", "governance.driven_by"), ("targets", "governance.covering_without_driver"),
+    ("targets", "governance.covers")})
+DROP_KEYS = DROP_KEYS | ISSUE_36_ADDITIONS | {("epoch", f"preserved_targets.{path}") for _, path in ISSUE_36_ADDITIONS}
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 
 # ---- issue 34 (branch i34-acct): declared additions, to port to the per-path declarations ------

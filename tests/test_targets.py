@@ -266,3 +266,45 @@ def test_an_allocation_of_0_is_the_chains_default_everywhere(fixture_db, tmp_pat
     assert models[DS]["preserved_target"] == chosen[DS]["allocation_target"] == w // 2 == by_ep[DS]["target_weight"]
     d = run_json("targets", "403", "--offline", "-f", "json", db=db)
     assert _model(d, DS)["allocation_target"] == w // 2
+
+
+# -- honest targets (issue 36) --------------------------------------------------------------------
+def test_no_covering_fraction_above_1(fixture_db):
+    """At 5 per 10,000 weight the recording's DeepSeek demand (101 in flight x 1.25) needs
+    254,000 of weight, more than the model's whole 154,671: no fraction covers it (the old
+    answer was 1.643), the model is named, and only a per-model target can."""
+    d = run_json("targets", "403", "--offline", "-f", "json", "--per-10000", "5", db=fixture_db)
+    ds = _model(d, DS)
+    assert ds["demand_weight"] == 254_000 > ds["total_weight"] == 154_671
+    gov = d["governance"]
+    assert gov["covering_poc_slot_allocation"] is None and gov["feasible"] is False
+    assert [u["model_id"] for u in gov["uncovered_models"]] == [DS]
+    assert "only a per-model target" in gov["uncovered_models"][0]["why"]
+    assert all(c["poc_slot_allocation"] <= 1 for c in gov["candidates"])
+    [p] = [p for p in d["proposal"]["models"] if p["model_id"] == DS]
+    assert p["per_model_target"] and p["suggested_target"] == 254_000 and p["exceeds_model_weight"]
+    for fmt in ("md", "table"):
+        out = run_cli("targets", "403", "--offline", "-f", fmt, "--per-10000", "5", db=fixture_db).stdout
+        assert f"none covers {DS} (D_m 254,000 above W_m 154,671): only a per-model target can" in out, fmt
+        assert "1.643" not in out
+
+
+def test_demo_covering_value_is_said_to_be_driven_by_one_model(tmp_path):
+    """The demo's 0.971 comes from GLM alone (25,000 against 25,771): the proposal says so, gives
+    GLM a per-model target, and leaves today's fraction for the rest."""
+    db = tmp_path / "demo.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    d = run_json("targets", "403", "--offline", "-f", "json", db=db)
+    gov = d["governance"]
+    assert gov["covering_poc_slot_allocation"] == 0.971
+    assert gov["driven_by"] == {"model_id": GLM, "demand_weight": 25_000, "total_weight": 25_771, "needs": 0.971}
+    assert d["proposal"]["per_model_targets_for"] == [GLM]
+    [glm] = [p for p in d["proposal"]["models"] if p["model_id"] == GLM]
+    assert glm["suggested_target"] == 25_000 and glm["demand_basis"].startswith("measured")
+    md = run_cli("targets", "403", "--offline", "-f", "md", db=db).stdout
+    assert "## Proposal for governance" in md
+    assert f"0.971, driven by {GLM} alone (D_m 25,000 of W_m 25,771)" in md
+    assert (f"one model drives the covering poc_slot_allocation 0.971: {GLM} (D_m 25,000 against W_m 25,771 "
+            "needs 0.971)") in md

@@ -45,11 +45,14 @@ def host_cap(weight: int | None, per_10000: float) -> int | None:
     return max(1, math.floor(Decimal(int(weight)) * Decimal(str(per_10000)) / Decimal(10000)))
 
 
-def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime) -> dict:
-    """In-flight requests over ``[start, end]`` from ``(start, end)`` intervals (an interval
-    counts on ``[s, e)``): the exact peak and when it happened, and the per-second maxima
-    (one value per second of the span, each the most in flight at any moment of it)."""
-    events: list[tuple[datetime, int]] = []
+def inflight_steps(intervals: Iterable[tuple[datetime, datetime]], start: datetime,
+                   end: datetime) -> tuple[int, list[tuple[datetime, int]]]:
+    """The in-flight level over ``[start, end]`` as steps, from ``(start, end)`` intervals (an
+    interval counts on ``[s, e)``): the level at ``start`` and the changes after it, one net
+    change per instant (ends and starts at the same instant netted: the level's highs, which
+    the demand reads, are the same), in time order. Steps of several gateways add up:
+    :func:`steps_profile` of their concatenation is the profile of all their intervals."""
+    delta: dict[datetime, int] = defaultdict(int)
     current = 0
     for s, e in intervals:
         if e <= start or s > end:
@@ -57,12 +60,28 @@ def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: date
         if s <= start:
             current += 1
         else:
-            events.append((s, 1))
+            delta[s] += 1
         if e <= end:
-            events.append((e, -1))
-    events.sort(key=lambda x: (x[0], x[1]))        # ends before starts at the same instant
-    n_seconds = max(1, math.ceil((end - start).total_seconds()))
-    peak, peak_at, level = current, start, current
+            delta[e] -= 1
+    return current, sorted((t, d) for t, d in delta.items() if d)
+
+
+def steps_profile(initial: int, steps: Iterable[tuple[datetime, int]], start: datetime, end: datetime,
+                  lo: datetime | None = None, hi: datetime | None = None) -> dict:
+    """:func:`inflight_profile` from steps over ``[start, end]`` (``initial``: the level at
+    ``start``), read over ``[lo, hi]`` inside it (default: all of it)."""
+    lo = start if lo is None else lo
+    hi = end if hi is None else hi
+    current = initial
+    events: list[tuple[datetime, int]] = []
+    for t, d in steps:
+        if t <= lo:
+            current += d
+        elif t <= hi:
+            events.append((t, d))
+    events.sort(key=lambda x: (x[0], x[1]))        # a net fall before a net rise at the same instant
+    n_seconds = max(1, math.ceil((hi - lo).total_seconds()))
+    peak, peak_at, level = current, lo, current
     for t, d in events:
         level += d
         if level > peak:
@@ -70,7 +89,7 @@ def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: date
     per_second = [0] * n_seconds
     i, level = 0, current
     for k in range(n_seconds):
-        b0 = start + timedelta(seconds=k)
+        b0 = lo + timedelta(seconds=k)
         b1 = b0 + timedelta(seconds=1)
         while i < len(events) and events[i][0] <= b0:     # the level at the second's first instant
             level += events[i][1]
@@ -82,6 +101,14 @@ def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: date
             i += 1
         per_second[k] = top
     return {"peak": peak, "peak_at": peak_at, "per_second": per_second}
+
+
+def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: datetime, end: datetime) -> dict:
+    """In-flight requests over ``[start, end]`` from ``(start, end)`` intervals (an interval
+    counts on ``[s, e)``): the exact peak and when it happened, and the per-second maxima
+    (one value per second of the span, each the most in flight at any moment of it)."""
+    initial, steps = inflight_steps(intervals, start, end)
+    return steps_profile(initial, steps, start, end)
 
 
 def miss_kind(a: Mapping[str, Any], have_dispositions: bool) -> str | None:
@@ -142,6 +169,42 @@ def preserved_hosts(run: Run) -> list[dict]:
 def log_span(run: Run) -> dict:
     """The time range of the gateway logs and the models they name (queries/poc_overload_log_span.sql)."""
     return run.shared("log_span", lambda: run.store.query("poc_overload_log_span")[0])
+
+
+def gateway_demand(run: Run) -> list[dict]:
+    """What the gateway logs in the store say of each CPoC window's demand, per window of the
+    epoch (``epoch``, ``window``, heights, ``start``, ``end``): ``covered``, the part of the
+    window the logs span (``(lo, hi)``, None when none), ``evidence`` (full, partial, none) and
+    its ``detail``, and per model the logs name (``models``): the in-flight level as steps over
+    the window (:func:`inflight_steps`: ``initial``, ``steps``), and the attempts overlapping it
+    with their summed duration (``attempts``, ``attempt_seconds``, a latency for Little's law).
+    ``auditor targets`` reads it, and ``auditor export demand`` writes it for other stores."""
+    def compute() -> list[dict]:
+        span = log_span(run)
+        served = sorted(span["models"] or [])
+        out = []
+        for w in epoch_windows(run):
+            if not w["window"].startswith("cpoc:"):
+                continue
+            start, end = w["start_time"], w["end_time"]
+            d = {"epoch": run.epoch, "window": w["window"], "start_height": w["start_height"],
+                 "end_height": w["end_height"], "start": start, "end": end, "covered": None, "models": {}}
+            out.append(d)
+            if start is None or end is None or not (
+                    span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start):
+                continue
+            lo, hi = max(start, span["first_ts"]), min(end, span["last_ts"])
+            by_model: dict[str, list] = defaultdict(list)
+            for r in run.store.query("targets_demand_attempts", since=start, until=end):
+                by_model[r["model"]].append((r["start_ts"], r["end_ts"]))
+            for m in served:
+                intervals = by_model.get(m, [])
+                initial, steps = inflight_steps(intervals, start, end)
+                d["models"][m] = {"initial": initial, "steps": steps, "attempts": len(intervals),
+                                  "attempt_seconds": sum((e - s).total_seconds() for s, e in intervals)}
+            d["covered"] = (lo, hi)
+        return out
+    return run.shared("gateway_demand", compute)
 
 
 def not_collected(run: Run) -> str | None:

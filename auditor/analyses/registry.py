@@ -219,7 +219,7 @@ Example:
         summary="per-model demand in PoC windows, D_m, the suggested target, fill plans, the covering "
                 "`poc_slot_allocation`",
         command=Command("targets", "`auditor targets N` / `auditor targets --epochs A..B [--statistic max\\|pNN] "
-                                   "[--headroom 1.25]`", """\
+                                   "[--headroom 1.25] [--bundle PATH_OR_URL]...`", """\
 Per-model preserved-weight targets from the demand measured in PoC windows: D_m, the
 suggested max(target, D_m), a largest-first fill plan and the chain's smallest-first choice.
 
@@ -227,7 +227,8 @@ suggested max(target, D_m), a largest-first fill plan and the chain's smallest-f
 Example:
   auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
   auditor targets --epochs 420..433 --offline --format md
-  auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json"""),
+  auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json
+  auditor targets --epochs 420..433 --offline --bundle gw-a.parquet --bundle https://gw-b.example/demand.parquet"""),
         options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
         kept=("attempts",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
@@ -437,6 +438,9 @@ COMMANDS_AFTER = [
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
     ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE]`", "query the store"),
     ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
+    ("export demand", "`auditor export demand --epochs A..B --out FILE.parquet [--name NAME] [--per-10000 X]`",
+     "one gateway's cPoC demand as a small Parquet bundle for `auditor targets --bundle` (no request ids, keys "
+     "or log lines)"),
 ]
 
 

@@ -17,11 +17,21 @@ Pure functions: :func:`parse_epoch_range`, :func:`smallest_first`, :func:`larges
 :func:`run` (one epoch) and :func:`run_range`. Finding: ``preserved_capacity_short``
 (warn where a preserved host of the model took misses in that CPoC window, else info).
 
-Demand comes from the gateway logs only (per-second in flight needs attempt start and
-end times; the accounting API has counters without times), summed over every log file
-in the store. One gateway's demand is a lower bound on the network's. Without a log, the
-accounting API's misses of the model's preserved hosts in dispatch phase ``confirmation_poc``
-(``cpoc.model_accounting_misses``) are shown beside, and said to be no demand.
+Demand comes from the gateway logs (per-second in flight needs attempt start and end
+times; the accounting API has counters without times), summed over every log file in the
+store, and over the demand bundles of other gateways given with ``--bundle``
+(:mod:`auditor.demand_bundle`: in-flight steps per model and window, summed before the
+statistic; a gateway's window counted once). One gateway's demand is a lower bound on the
+network's. Without a log, the accounting API's misses of the model's preserved hosts in
+dispatch phase ``confirmation_poc`` (``cpoc.model_accounting_misses``) are shown beside, and
+said to be no demand; and its confirmation_poc requests over the windows' seconds, times a
+latency, give Little's law's mean in flight (``network_estimate``): an estimate of the mean,
+labelled so, never mixed with the measured peaks.
+
+Governance (issue 36): the covering fraction is never above 1 (a model whose D_m exceeds
+its whole W_m is named: only a per-model target covers it); the model that drives it is
+named, with what the others need; ``proposal`` gives per model W_m, today's target, D_m and
+its basis, the suggested per-model target and the one fraction for the rest.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from typing import Any
 
 from ..errors import SourceError, UsageError
 from ..result import Finding, Result, Table, utc_text
+from .. import demand_bundle
 from ..store import Store
 from . import cpoc
 from .context import Run, run_for
@@ -45,6 +56,10 @@ KEY, TITLE = "preserved_targets", "Preserved-weight targets from PoC demand"
 DEFAULT_FRACTION = Decimal("0.5")          # the chain's fallback when poc_slot_allocation is unset
 CANDIDATES = (Decimal("0.05"), Decimal("0.1"), Decimal("0.15"), Decimal("0.2"), Decimal("0.25"),
               Decimal("0.3"), Decimal("0.4"), Decimal("0.5"))
+DEFAULT_LATENCY = 10.0                     # seconds assumed when no log or bundle gives a latency (said)
+ESTIMATE_LABEL = ("estimate of the MEAN number in flight over the cPoC windows (Little's law: the accounting "
+                  "API's confirmation_poc requests per second of the windows x a latency), not a peak nor a "
+                  "percentile: kept apart from the measured peaks, never summed with them")
 LOWER_BOUND_NOTE = ("demand is what the gateway logs in the store saw: one gateway's demand is a lower bound "
                     "on the network's; every log file given is summed")
 
@@ -56,6 +71,8 @@ class TargetsOptions(Options):
     statistic: str = "max"               # max | pNN (percentile of per-second in flight, e.g. p99)
     headroom: float = 1.25               # demand x headroom is what the preserved set must carry
     per_10000: float | None = None       # PoCMaxConcurrentPer10000Weight; None = the gateway default
+    bundles: tuple[str, ...] = ()        # demand bundles (auditor export demand): paths or http(s) URLs
+    assume_latency: float | None = None  # seconds: Little's law's latency when no log or bundle gives one
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -169,38 +186,41 @@ def _opts(options: Options | None) -> TargetsOptions:
     return TargetsOptions.of(options)
 
 
-def _epoch_demand(run_: Run, opt: TargetsOptions) -> dict:
-    """Per model: per-second in-flight maxima over the epoch's CPoC windows the logs cover."""
-    store = run_.store
-    windows = [w for w in cpoc.epoch_windows(run_) if w["window"].startswith("cpoc:")]
-    span = cpoc.log_span(run_)
-    served = set(span["models"] or [])
-    out: dict[str, Any] = {"windows": [], "per_second": defaultdict(list), "peaks": defaultdict(dict)}
-    for w in windows:
+def _epoch_demand(run_: Run, by_window: Mapping[tuple[int, str], list]) -> dict:
+    """Per model: per-second in-flight maxima over the epoch's CPoC windows the logs cover, the
+    store's own logs and the bundles' summed (``by_window``: demand_bundle.merge)."""
+    out: dict[str, Any] = {"windows": [], "per_second": defaultdict(list), "peaks": defaultdict(dict),
+                           "served": set(), "latency": defaultdict(lambda: [0, 0.0])}
+    for w in cpoc.epoch_windows(run_):
+        if not w["window"].startswith("cpoc:"):
+            continue
         start, end = w["start_time"], w["end_time"]
         if start is None or end is None:
             out["windows"].append({"window": w["window"], "evidence": "none", "detail": "block times not collected"})
             continue
-        covered = span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start
-        if not covered:
+        parts = by_window.get((run_.epoch, w["window"]), [])
+        if not parts:
             out["windows"].append({"window": w["window"], "start": start, "end": end,
                                    "evidence": "none", "detail": "no gateway log line in this window"})
             continue
-        full = span["first_ts"] <= start and span["last_ts"] >= end
-        lo, hi = max(start, span["first_ts"]), min(end, span["last_ts"])
-        rows = store.query("targets_demand_attempts", since=start, until=end)
-        by_model: dict[str, list] = defaultdict(list)
-        for r in rows:
-            by_model[r["model"]].append((r["start_ts"], r["end_ts"]))
-        for m in served:
-            prof = cpoc.inflight_profile(by_model.get(m, []), lo, hi)
+        lo, hi = min(p[1]["covered"][0] for p in parts), max(p[1]["covered"][1] for p in parts)
+        full = lo <= start and hi >= end
+        models = sorted({m for _, pw in parts for m in pw["models"]})
+        for m in models:
+            mine = [pw["models"][m] for _, pw in parts if m in pw["models"]]
+            prof = cpoc.steps_profile(sum(d["initial"] for d in mine), [st for d in mine for st in d["steps"]],
+                                      start, end, lo, hi)
             out["per_second"][m].extend(prof["per_second"])
             out["peaks"][m][w["window"]] = prof["peak"]
+            out["latency"][m][0] += sum(d["attempts"] for d in mine)
+            out["latency"][m][1] += sum(d["attempt_seconds"] for d in mine)
+        out["served"] |= set(models)
+        detail = ("the logs span the whole window" if full else
+                  f"the logs cover {utc_text(lo)} to {utc_text(hi)} only")
+        if len(parts) > 1 or parts[0][0].created_at is not None:
+            detail += f" ({len(parts)} gateway(s): {', '.join(c.gateway for c, _ in parts)})"
         out["windows"].append({"window": w["window"], "start": start, "end": end,
-                               "evidence": "full" if full else "partial",
-                               "detail": "the logs span the whole window" if full else
-                               f"the logs cover {utc_text(lo)} to {utc_text(hi)} only"})
-    out["served"] = served
+                               "evidence": "full" if full else "partial", "detail": detail})
     return out
 
 
@@ -310,9 +330,17 @@ def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mappin
 
 
 def _governance(rows: list[dict], per: float) -> dict:
+    """The single fraction that covers every model it can (never above 1: a model whose D_m
+    exceeds its whole weight W_m is covered by none, and is named), which model drives it and
+    what the others would need without it."""
     w_m = {r["model_id"]: r["total_weight"] for r in rows if r["total_weight"]}
     dem = {r["model_id"]: r["demand_weight"] for r in rows if r["demand_weight"] is not None}
-    f = covering_fraction(dem, w_m)
+    uncovered = sorted(m for m, d in dem.items() if w_m.get(m) and d > w_m[m])
+    coverable = {m: d for m, d in dem.items() if m not in uncovered}
+    f = covering_fraction(coverable, w_m)
+    need = {m: covering_fraction({m: d}, w_m) for m, d in coverable.items() if w_m.get(m)}
+    driver = max(sorted(need), key=lambda m: need[m]) if need else None
+    rest = covering_fraction({m: d for m, d in coverable.items() if m != driver}, w_m)
     cands = sorted(set(CANDIDATES) | ({f} if f is not None else set())
                    | {Decimal(str(r["poc_slot_allocation"])) for r in rows})
     table = []
@@ -325,11 +353,114 @@ def _governance(rows: list[dict], per: float) -> dict:
                       "implied_preserved_weight": sum(implied.values()),
                       "implied_by_model": implied})
     return {"covering_poc_slot_allocation": None if f is None else float(f),
-            "feasible": None if f is None else f <= 1,
+            "feasible": None if not dem else not uncovered,
             "models_with_demand": len(dem), "models_without_demand": sorted(set(w_m) - set(dem)),
             "note": ("the smallest single fraction f with trunc(f x W_m) >= D_m for every model whose demand is "
                      "known; implied weights are in each model's raw units (not comparable across models)"),
-            "candidates": table}
+            "candidates": table,
+            # issue 36: honest targets
+            "uncovered_models": [
+                {"model_id": m, "demand_weight": dem[m], "total_weight": w_m[m],
+                 "why": (f"its D_m {dem[m]:,} exceeds its whole weight W_m {w_m[m]:,}: no poc_slot_allocation "
+                         "(at most 1) covers it; only a per-model target, max(poc_slot_allocation x W_m, D_m), "
+                         "can (and preserving every node still leaves it short)")} for m in uncovered],
+            "need_by_model": {m: float(v) for m, v in sorted(need.items())},
+            "driven_by": None if driver is None else {
+                "model_id": driver, "demand_weight": dem[driver], "total_weight": w_m[driver],
+                "needs": float(need[driver])},
+            "covering_without_driver": None if rest is None else float(rest),
+            "covers": ("the covering fraction covers every model with a known demand whose D_m is at most its W_m; "
+                       "a model above its whole weight is in uncovered_models")}
+
+
+def _network_estimate(store: Store, epochs: list[int], runs: Mapping[int, Run], latency: Mapping[str, list],
+                      opt: TargetsOptions, per: float) -> dict | None:
+    """Network demand without logs: per model, the accounting API's confirmation_poc requests
+    over the cPoC windows' seconds, times a latency (the logs' and bundles', else assumed):
+    Little's law's MEAN number in flight. None when no accounting source counted any."""
+    acct = store.query("targets_accounting_cpoc_requests", first=epochs[0], last=epochs[-1])
+    if not acct:
+        return None
+    timed = [w for e in epochs for w in cpoc.epoch_windows(runs[e])
+             if w["window"].startswith("cpoc:") and w["start_time"] is not None and w["end_time"] is not None]
+    seconds = sum((w["end_time"] - w["start_time"]).total_seconds() for w in timed)
+    all_n = sum(n for n, _ in latency.values())
+    all_s = sum(x for _, x in latency.values())
+    assumed = opt.assume_latency if opt.assume_latency is not None else DEFAULT_LATENCY
+    models: dict[str, dict] = {}
+    for r in acct:
+        m = models.setdefault(r["model"], {"requests": 0, "sources": []})
+        m["requests"] += int(r["requests"])
+        m["sources"].append({"accounting": r["source"], "escrow_epochs": r["epochs"], "requests": int(r["requests"])})
+    for mid, m in sorted(models.items()):
+        n, secs = latency.get(mid, (0, 0.0))
+        if n:
+            lat, basis = secs / n, f"mean duration of {n:,} logged attempts of this model in the cPoC windows"
+        elif all_n:
+            lat, basis = all_s / all_n, f"mean duration of {all_n:,} logged attempts (every model) in the cPoC windows"
+        else:
+            lat = assumed
+            basis = (f"assumed {assumed:g} s (--assume-latency)" if opt.assume_latency is not None else
+                     f"assumed {assumed:g} s: no log or bundle gives a latency; set it with --assume-latency")
+        rate = m["requests"] / seconds if seconds else None
+        mean = None if rate is None else rate * lat
+        m.update({"rate_per_second": None if rate is None else round(rate, 6), "latency_seconds": round(lat, 3),
+                  "latency_basis": basis, "mean_inflight": None if mean is None else round(mean, 3),
+                  "estimated_demand_weight": None if mean is None else demand_weight(math.ceil(mean), opt.headroom, per)})
+    return {"label": ESTIMATE_LABEL, "statistic": "mean (not max, not a percentile)",
+            "windows": len(timed), "window_seconds": seconds,
+            "inputs": ("requests: the accounting API's counters of dispatch phase confirmation_poc (every disposition "
+                       "but ghost and protocol_only) on escrows created in the epochs, summed over every accounting "
+                       "source in the store (the store holds one gateway's accounting per epoch: several --accounting "
+                       "URLs are failover of one source, so this is that gateway's share, a lower bound on the "
+                       "network's); seconds: the epochs' cPoC windows (trigger to end of validation); "
+                       f"estimated_demand_weight = D_m's rule on ceil(mean) x headroom {opt.headroom:g}"),
+            "models": models}
+
+
+def _proposal(rows: list[dict], gov: dict, estimate: dict | None, gateways: list[dict]) -> dict:
+    """The governance proposal, per model: W_m, today's target, D_m and its basis, the suggested
+    per-model target max(poc_slot_allocation x W_m, D_m); and the single fraction that covers the
+    models left once the driving one (and any no fraction covers) have their own target."""
+    counted = [g for g in gateways if g["windows_counted"]]
+    measured = (f"measured: the {rows[0]['statistic'] if rows else 'max'} of per-second in flight from "
+                f"{len(counted)} gateway(s)' logs and bundles ({', '.join(g['gateway'] for g in counted)})")
+    own_target = {u["model_id"] for u in gov["uncovered_models"]} | (
+        {gov["driven_by"]["model_id"]} if gov["driven_by"] else set())
+    est = (estimate or {}).get("models", {})
+    models, statements = [], []
+    for r in rows:
+        mid, target = r["model_id"], r["allocation_target"]
+        d_m, basis = r["demand_weight"], measured if r["demand_weight"] is not None else None
+        if d_m is None and (est.get(mid) or {}).get("estimated_demand_weight") is not None:
+            d_m = est[mid]["estimated_demand_weight"]
+            basis = "estimated from accounting: the MEAN in flight (Little's law), not a peak; a peak is higher"
+        suggested = None if d_m is None or target is None else max(target, d_m)
+        models.append({"model_id": mid, "total_weight": r["total_weight"], "allocation_target": target,
+                       "poc_slot_allocation": r["poc_slot_allocation"], "demand_weight": d_m,
+                       "demand_basis": basis or "unknown: no log, bundle or accounting count of its cPoC demand",
+                       "suggested_target": suggested, "per_model_target": mid in own_target,
+                       "exceeds_model_weight": None if suggested is None or not r["total_weight"]
+                       else suggested > r["total_weight"]})
+    drv = gov["driven_by"]
+    if drv is not None:
+        others = gov["covering_without_driver"]
+        statements.append(
+            f"one model drives the covering poc_slot_allocation {gov['covering_poc_slot_allocation']:g}: {drv['model_id']} "
+            f"(D_m {drv['demand_weight']:,} against W_m {drv['total_weight']:,} needs {drv['needs']:g}); "
+            + (f"the other models with a measured demand would need {others:g}" if others is not None else
+               "no other model's demand is measured, so what they would need is unknown"))
+    for u in gov["uncovered_models"]:
+        statements.append(f"{u['model_id']}: {u['why']}")
+    if own_target:
+        statements.append("proposal: a per-model target max(poc_slot_allocation x W_m, D_m) for "
+                          + ", ".join(sorted(own_target)) + "; "
+                          + (f"the single fraction {gov['covering_without_driver']:g} covers the rest"
+                             if gov["covering_without_driver"] is not None else
+                             "today's poc_slot_allocation stands for the rest (no measured demand asks more)"))
+    return {"models": models, "per_model_targets_for": sorted(own_target),
+            "fraction_for_the_rest": gov["covering_without_driver"], "statements": statements,
+            "rule": "suggested_target = max(poc_slot_allocation x W_m, D_m) (the seed's proposal)"}
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
@@ -346,13 +477,12 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
     show how stable the estimate is."""
     opt = _opts(options)
     parse_statistic(opt.statistic)
-    stored = [e for (e,) in store.con.execute(
-        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
+    stored = stored_epochs(store, first, last)
     if not stored:
         raise SourceError(not_stored(first) if first == last else
                           f"no epoch of {first}..{last} is in the store; collect them first: "
                           f"auditor collect --epoch {first} ... --epoch {last} --node URL")
-    res = _result(store, stored, opt, {e: Run(store, e) for e in stored})
+    res = _result(store, stored, opt, {e: Run(store, e) for e in stored}, asked=range(first, last + 1))
     missing = [e for e in range(first, last + 1) if e not in stored]
     if missing:
         res.coverage.setdefault("missing", []).append(
@@ -360,6 +490,12 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
         res.complete = False
     res.data["epochs"] = {"first": first, "last": last, "stored": stored}
     return res
+
+
+def stored_epochs(store: Store, first: int, last: int) -> list[int]:
+    """The epochs of ``first``..``last`` the store holds, in order."""
+    return [e for (e,) in store.con.execute(
+        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
 
 
 def _ranges(xs: list[int]) -> str:
@@ -373,8 +509,10 @@ def _ranges(xs: list[int]) -> str:
     return ", ".join(out)
 
 
-def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[int, Run]) -> Result:
-    """``runs``: the run of each epoch (the shared windows, log span and window misses)."""
+def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[int, Run],
+            asked: Sequence[int] | None = None) -> Result:
+    """``runs``: the run of each epoch (the shared windows, log span and window misses);
+    ``asked``: the epochs asked for (a bundle window of one the store lacks is refused)."""
     per = opt.per_10000 if opt.per_10000 is not None else cpoc.DEFAULT_PER_10000
     per_source = "given with --per-10000" if opt.per_10000 is not None else cpoc.PER_10000_DEFAULT_SOURCE
     last = epochs[-1]
@@ -382,8 +520,14 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
     per_epoch: dict[str, dict[int, int | None]] = defaultdict(dict)
     windows, served, unknown, notes = [], set(), [], []
     demands = {}
+    contributions, bundle_report = _contributions(store, epochs, runs, opt, asked or epochs)
+    by_window, gateways = demand_bundle.merge(contributions, epochs)
+    latency: dict[str, list] = defaultdict(lambda: [0, 0.0])
     for e in epochs:
-        d = _epoch_demand(runs[e], opt)
+        d = _epoch_demand(runs[e], by_window)
+        for m, (n, secs) in d["latency"].items():
+            latency[m][0] += n
+            latency[m][1] += secs
         demands[e] = d
         served |= d["served"]
         for w in d["windows"]:
@@ -448,22 +592,82 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
                  "windows (peak_by_window) and a percentile (--statistic p95)")
     notes.append("weights: W_m and the node weights are raw poc_weight of the model; the gateway's cap reads the "
                  "participant's subgroup weight, which the chain sets from the same poc_weight")
+    if bundle_report:
+        n_gw = len({g["gateway"] for g in gateways if g["windows_counted"]})
+        notes.append(f"demand summed over {n_gw} gateway(s): the store's own logs and {len(bundle_report)} "
+                     "bundle(s) (demand_sources); a gateway's window given twice counts once (the newest bundle's)")
+        for g in gateways:
+            if g["source"] != demand_bundle.OWN_SOURCE and not g["windows_counted"] and not g["windows_superseded"]:
+                notes.append(f"bundle {g['source']} ({g['gateway']}) covers no cPoC window of the epochs asked "
+                             f"({g['windows_outside_epochs']} window(s) of other epochs): it adds nothing")
+        other = sorted({f"{b['gateway']}: {b['per_10000']:g}" for b in gateways
+                        if b["per_10000"] is not None and b["per_10000"] != per})
+        if other:
+            notes.append(f"D_m uses per_10000 {per:g} for every gateway; bundles that give another setting: "
+                         + "; ".join(other))
     gov = _governance(rows, per)
+    estimate = _network_estimate(store, epochs, runs, latency, opt, per)
+    proposal = _proposal(rows, gov, estimate, gateways)
     data = {"epoch": last, "epochs_used": epochs, "statistic": opt.statistic, "headroom": opt.headroom,
             "per_10000": per, "per_10000_source": per_source, "windows": windows,
-            "preserved_targets": rows, "governance": gov, "notes": notes}
-    coverage = {"sources": ["chain", "gateway_log"], "missing": [], "unknown": unknown,
-                "gateway_sources": sources}
-    return Result(KEY, TITLE, data, _tables(rows, gov, notes), findings, coverage,
-                  header=[("epochs", ", ".join(map(str, epochs))),
-                          ("demand statistic", f"{opt.statistic} x headroom {opt.headroom:g}"),
-                          ("per 10,000 weight", f"{per:g}"),
-                          ("covering poc_slot_allocation",
-                           "unknown (no demand seen)" if gov["covering_poc_slot_allocation"] is None
-                           else f"{gov['covering_poc_slot_allocation']:g}")])
+            "preserved_targets": rows, "governance": gov, "notes": notes,
+            "demand_sources": {"gateways": gateways, "bundles": bundle_report},
+            "network_estimate": estimate, "proposal": proposal}
+    coverage = {"sources": ["chain", "gateway_log"] + (["bundle"] if bundle_report else []), "missing": [],
+                "unknown": unknown, "gateway_sources": sources}
+    covering = gov["covering_poc_slot_allocation"]
+    header = [("epochs", ", ".join(map(str, epochs))),
+              ("demand statistic", f"{opt.statistic} x headroom {opt.headroom:g}"),
+              ("per 10,000 weight", f"{per:g}"),
+              ("covering poc_slot_allocation",
+               "unknown (no demand seen)" if covering is None and not gov["uncovered_models"]
+               else _covering_text(gov))]
+    if estimate is not None:
+        header.append(("network demand estimate", "estimate of the mean in flight from accounting "
+                       "(Little's law), not a peak: see its table"))
+    return Result(KEY, TITLE, data, _tables(rows, gov, notes, proposal, estimate), findings, coverage,
+                  header=header)
 
 
-def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
+def _covering_text(gov: dict) -> str:
+    f = gov["covering_poc_slot_allocation"]
+    parts = [] if f is None else [f"{f:g}"]
+    drv = gov["driven_by"]
+    if drv is not None and f is not None:
+        parts[0] += (f", driven by {drv['model_id']} alone (D_m {drv['demand_weight']:,} of W_m "
+                     f"{drv['total_weight']:,}); the others need "
+                     + ("unknown: no other demand measured" if gov["covering_without_driver"] is None
+                        else f"{gov['covering_without_driver']:g}"))
+    for u in gov["uncovered_models"]:
+        parts.append(f"none covers {u['model_id']} (D_m {u['demand_weight']:,} above W_m {u['total_weight']:,}): "
+                     "only a per-model target can")
+    return "; ".join(parts) if parts else "unknown (no demand seen)"
+
+
+def _contributions(store: Store, epochs: list[int], runs: Mapping[int, Run], opt: TargetsOptions,
+                   asked: Sequence[int]) -> tuple[list, list[dict]]:
+    """The store's own logs and each ``--bundle``, read and checked against the chain in the store."""
+    own = demand_bundle.own(store, runs)
+    out = [own] if own is not None else []
+    report = []
+    if opt.bundles:
+        known = {}
+        for e in epochs:
+            for w in cpoc.epoch_windows(runs[e]):
+                known[(e, w["window"])] = w
+        stored = stored_epochs(store, min(asked), max(asked))
+        for src in opt.bundles:
+            c = demand_bundle.load(src)
+            demand_bundle.check_known(c, known, asked, stored)
+            out.append(c)
+            report.append({"bundle": c.source, "gateway": c.gateway, "created_at": c.created_at,
+                           "epochs": c.meta.get("epochs"), "tool_version": c.meta.get("tool_version"),
+                           "content_sha256": c.meta.get("content_sha256")})
+    return out, report
+
+
+def _tables(rows: list[dict], gov: dict, notes: list[str], proposal: dict, estimate: dict | None) -> list[Table]:
+    est = (estimate or {}).get("models", {})
     t1 = []
     for r in rows:
         plan = r["fill_plan"] or {}
@@ -472,6 +676,7 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
         t1.append({"model_id": r["model_id"], "total_weight": r["total_weight"],
                    "poc_slot_allocation": r["poc_slot_allocation"], "allocation_target": r["allocation_target"],
                    "preserved": preserved, "peak_inflight": r["peak_inflight"],
+                   "est_mean_inflight": (est.get(r["model_id"]) or {}).get("mean_inflight"),
                    "cpoc_misses_acct": r["cpoc_misses_accounting"],
                    "demand_weight": r["demand_weight"], "suggested_target": r["suggested_target"],
                    "gap": r["gap"],
@@ -480,15 +685,33 @@ def _tables(rows: list[dict], gov: dict, notes: list[str]) -> list[Table]:
                    "chain_nodes": cmp_[0].get("nodes"), "chain_smallest": cmp_[0].get("smallest_node_weight"),
                    "chain_smallest_cap": cmp_[0].get("smallest_node_cap")})
     t2 = [{k: v for k, v in c.items() if k != "implied_by_model"} for c in gov["candidates"]]
-    return [Table("Preserved-weight targets per model", list(t1[0].keys()) if t1 else [], t1,
-                  notes + ["plan_* = largest-first fill of the suggested target; chain_* = the chain's "
-                           "smallest-first selection simulated on the same node weights."],
-                  narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"],
-                  priority=["model_id", "gap", "demand_weight", "suggested_target", "allocation_target",
-                            "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0),
-                  legend=["W_m", "D_m"]),
-            Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
-                  [gov["note"]])]
+    t3 = [{"model_id": m["model_id"], "W_m": m["total_weight"], "allocation_target": m["allocation_target"],
+           "D_m": m["demand_weight"], "demand_basis": m["demand_basis"], "suggested_target": m["suggested_target"],
+           "own_target": "yes" if m["per_model_target"] else "no"} for m in proposal["models"]]
+    est_notes = [] if estimate is None else [
+        f"est_mean_inflight: {ESTIMATE_LABEL}; its inputs and per-model figures are in the JSON (network_estimate)"]
+    tables = [Table("Preserved-weight targets per model", list(t1[0].keys()) if t1 else [], t1,
+                    notes + ["plan_* = largest-first fill of the suggested target; chain_* = the chain's "
+                             "smallest-first selection simulated on the same node weights."] + est_notes,
+                    narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"],
+                    priority=["model_id", "gap", "demand_weight", "suggested_target", "allocation_target",
+                              "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0),
+                    legend=["W_m", "D_m"]),
+              Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
+                    [gov["note"]] + [u["model_id"] + ": " + u["why"] for u in gov["uncovered_models"]]),
+              Table("Proposal for governance: per-model targets and one fraction for the rest",
+                    list(t3[0].keys()) if t3 else [], t3,
+                    proposal["statements"] + [proposal["rule"]], priority=["model_id", "D_m", "suggested_target"])]
+    if estimate is not None:
+        t4 = [{"model_id": mid, "requests_cpoc": m["requests"], "rate_per_s": m["rate_per_second"],
+               "latency_s": m["latency_seconds"], "est_mean_inflight": m["mean_inflight"],
+               "est_demand_weight": m["estimated_demand_weight"], "latency_basis": m["latency_basis"]}
+              for mid, m in estimate["models"].items()]
+        tables.append(Table("Network demand ESTIMATED from accounting: mean in flight, not a peak",
+                            list(t4[0].keys()), t4, [estimate["label"], estimate["inputs"],
+                                                     f"{estimate['windows']} cPoC window(s), "
+                                                     f"{estimate['window_seconds']:g} s"]))
+    return tables
 
 
 # -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------
@@ -519,12 +742,14 @@ def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
             yield "auditor_preserved_target_gap_weight", (str(t["model_id"]),), t["gap"]
 
 
-def call(n: int | None, epochs: str | None, statistic: str, headroom: float, per_10000: float | None):
+def call(n: int | None, epochs: str | None, statistic: str, headroom: float, per_10000: float | None,
+         bundle: Sequence[str] = (), assume_latency: float | None = None):
     """``auditor targets``' flags as a :class:`frame.Call`: an epoch N, or ``--epochs A..B``
     (demand pooled over the range, run_range), never both."""
     from .frame import Call
 
-    options = TargetsOptions(statistic=statistic, headroom=headroom, per_10000=per_10000)
+    options = TargetsOptions(statistic=statistic, headroom=headroom, per_10000=per_10000,
+                             bundles=tuple(bundle or ()), assume_latency=assume_latency)
     parse_statistic(statistic)
     if (n is None) == (epochs is None):
         raise UsageError("give either an epoch N or --epochs A..B")

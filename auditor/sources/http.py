@@ -224,8 +224,8 @@ def _inflater(content_encoding: str) -> _Inflater | None:
     return _Inflater(codings[0])
 
 
-def _read_body(r: httpx.Response) -> str:
-    """The decoded text of a streamed response, refused past MAX_BODY bytes: counted on the
+def _read_body(r: httpx.Response) -> bytes:
+    """The decoded body of a streamed response, refused past MAX_BODY bytes: counted on the
     wire and after decoding, chunk by chunk, so no more than MAX_BODY is ever held."""
     declared = r.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
@@ -245,16 +245,21 @@ def _read_body(r: httpx.Response) -> str:
             body += inflater.flush()
     except zlib.error as exc:
         raise httpx.DecodingError(f"{inflater.coding if inflater else ''} content: {exc}") from None
-    return body.decode(r.encoding or "utf-8", errors="replace")
+    return bytes(body)
 
 
 @dataclass
 class _Answer:
     status: int
     url: str  # final, redacted
-    text: str
+    body: bytes
+    encoding: str
     content_type: str
     retry_after: float | None
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(self.encoding, errors="replace")
 
 
 @dataclass
@@ -345,8 +350,14 @@ class JsonClient:
         """GET a text body (e.g. a Prometheus exposition); ``data`` is the text."""
         return self._fetch(path, params, None, lambda text: text)
 
+    def get_bytes(self, path: str, params: dict[str, Any] | None = None,
+                  parse: Callable[[bytes], Any] = bytes) -> Response:
+        """GET a binary body (a demand bundle's Parquet); ``data`` is ``parse`` of the bytes,
+        whose ValueError is a malformed answer, like JSON's."""
+        return self._fetch(path, params, None, parse, raw=True)
+
     def _fetch(self, path: str, params: dict[str, Any] | None, height: int | None,
-               decode: Callable[[str], Any]) -> Response:
+               decode: Callable[[Any], Any], raw: bool = False) -> Response:
         query = urlencode(params or {}, doseq=True)
         target = path + (f"?{query}" if query else "")
         headers = {HEIGHT_HEADER: str(height)} if height is not None else {}
@@ -392,7 +403,7 @@ class JsonClient:
                     status, final = answer.status, answer.url
                     if status == 200:
                         try:
-                            data = decode(answer.text)
+                            data = decode(answer.body if raw else answer.text)
                         except json.JSONDecodeError as exc:
                             tried.append(Attempt(final, f"malformed JSON ({exc.msg} at char {exc.pos})"))
                             break
@@ -427,7 +438,7 @@ class JsonClient:
         end = _deadline.end = time.monotonic() + self.deadline
         try:
             with self._http.stream("GET", url, headers=headers) as r:
-                return _Answer(r.status_code, redact_url(str(r.url)), _read_body(r),
+                return _Answer(r.status_code, redact_url(str(r.url)), _read_body(r), r.encoding or "utf-8",
                                r.headers.get("content-type", "application/json"),
                                retry_after(r.headers.get("retry-after")))
         except httpx.TimeoutException:

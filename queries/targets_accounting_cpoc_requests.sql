@@ -1,0 +1,15 @@
+-- targets_accounting_cpoc_requests: per accounting source and model, the requests the gateway
+-- dispatched in phase confirmation_poc (every counter of that dispatch phase but ghost and
+-- protocol_only: those sent nothing to a host) on the escrows created in epochs $first to
+-- $last (the API counts by escrow creation epoch, and carries no times: every CPoC of those
+-- epochs together). The network-demand estimate without logs divides them by the windows'
+-- durations (analyses/targets.py, Little's law).
+-- Reads: acct_counters.
+SELECT regexp_extract(source_url, '^(https?://[^/]+)', 1) AS source, model,
+       list(DISTINCT epoch ORDER BY epoch) AS epochs,
+       CAST(sum(count) AS BIGINT) AS requests
+FROM acct_counters
+WHERE dispatch_phase = 'confirmation_poc' AND disposition NOT IN ('ghost', 'protocol_only')
+  AND epoch BETWEEN $first AND $last AND model <> ''
+GROUP BY ALL
+ORDER BY source, model;
