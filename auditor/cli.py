@@ -187,9 +187,13 @@ UntilOpt = Annotated[Optional[datetime], typer.Option("--until", formats=TIME_FO
 
 # -- shared command bodies ----------------------------------------------------
 def _db() -> Path:
+    """The store's path: a regular file or a new path on this machine (paths.check_store)."""
+    from .paths import check_store
     from .store import default_db_path
 
-    return state.db or default_db_path()
+    db = state.db or default_db_path()
+    check_store(db)
+    return db
 
 
 def _progress():

@@ -619,3 +619,61 @@ def test_duckdb_out_of_memory_is_one_line_saying_what_helps_and_stores_nothing_h
         line = one_line(run_cli("--quiet", "collect", "--gateway-log", log, db=tmp_path / f"{limit}.duckdb",
                                 env={"AUDITOR_MEMORY_LIMIT": limit}), 3)
         assert f"DuckDB may use {limit}:" in line and "AUDITOR_MEMORY_LIMIT=4GB" in line, line
+
+
+# -- round 3 (issue 35): paths the tool writes ----------------------------------------------------
+def _device(path: Path) -> Path:
+    """A character device at ``path`` (a /dev/null of its own), made with mknod (root in CI)."""
+    import os
+    import stat
+
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    return path
+
+
+def test_db_on_a_device_is_refused_and_the_device_stays(tmp_path):
+    """`--db X` on a character device exited 0 with X removed and a DuckDB file in its place
+    (the repair of a store whose making was cut off removed whatever it was given): as root,
+    --db /dev/null would do it to the real one. Now one line, exit 2, the device as it was;
+    the same through a symbolic link to one."""
+    import os
+    import stat
+
+    from conftest import FIXTURES
+
+    log = str(FIXTURES / "hedging" / "small.log")
+    dev = _device(tmp_path / "dev.duckdb")
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(dev)
+    for db in (dev, link):
+        line = one_line(run_cli("collect", "--gateway-log", log, db=db), 2)
+        assert f"--db {db} is a character device; the store is a regular file or a new path" in line, line
+        assert stat.S_ISCHR(os.stat(db).st_mode)
+    assert link.is_symlink() and os.readlink(link) == str(dev)
+
+
+@pytest.mark.parametrize("args", [["collect", "--gateway-log", "x.log"], ["sql", "SELECT 1"],
+                                  ["epoch", "403", "--offline"]])
+def test_db_naming_a_fifo_is_refused_at_once(tmp_path, args):
+    """`--db` naming a FIFO hung with no message (DuckDB waited for a writer), and a collect
+    would have removed it: one line, exit 2, the FIFO left as it is."""
+    import os
+    import stat
+
+    fifo = tmp_path / "f.duckdb"
+    os.mkfifo(fifo)
+    line = one_line(run_cli(*args, db=fifo, timeout=20), 2)
+    assert f"--db {fifo} is a FIFO" in line and stat.S_ISFIFO(os.stat(fifo).st_mode), line
+
+
+@pytest.mark.parametrize("db", ["md:x", "motherduck:x", "s3://b/x", "https://h/x.duckdb", "gcs://b/x"])
+def test_db_naming_a_remote_database_is_refused(tmp_path, db):
+    """`--db md:x` made DuckDB try to download its MotherDuck extension, `--db s3://b/x` made a
+    local folder `s3:`: the store is a local file; one line, exit 2, nothing made."""
+    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=db, cwd=tmp_path), 2)
+    assert "the store is a local DuckDB file, not a URL or a remote database" in line, line
+    assert list(tmp_path.iterdir()) == []
+    assert one_line(run_cli("sql", "SELECT 1", db=db, cwd=tmp_path), 2) == line
