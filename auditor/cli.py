@@ -166,7 +166,8 @@ FailOnOpt = Annotated[Optional[Severity], typer.Option("--fail-on", metavar="inf
 OUTPUT = Group("out", [
     _opt("fmt", Annotated[Format, typer.Option("--format", "-f", help="Output format.")], Format.table),
     _opt("output", Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
-        help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout.")], None),
+        help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout; a device, "
+             "a FIFO or - (stdout) is written in place.")], None),
     _opt("fail_on", FailOnOpt, None),
     _opt("wide", Annotated[bool, typer.Option("--wide",
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
@@ -551,7 +552,7 @@ def sql(
     query: Annotated[str, typer.Argument(help="SQL to run against the store, e.g. \"SELECT * FROM coverage\".")],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
-        help="Write the result to FILE (atomically) instead of stdout.")] = None,
+        help="Write the result to FILE (atomically; a device, a FIFO or - in place) instead of stdout.")] = None,
 ) -> None:
     """Run a query against the store and print the result.
 

@@ -55,7 +55,7 @@ def check_store(path: str | Path) -> None:
 
 
 # the names of the process's own streams, which are written in place even when they lead to a file
-_STREAMS = ("/dev/", "/proc/self/fd/")
+_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
 
 
 def in_place(path: str | Path) -> bool:
@@ -63,7 +63,8 @@ def in_place(path: str | Path) -> bool:
     own streams (``/dev/stdout``, ``/dev/fd/1``: whatever they lead to, the shell opened it), or
     an existing file that is not a regular file or a directory (a device, a FIFO, a socket)."""
     text = str(path)
-    if text == "-" or os.path.abspath(text).startswith(_STREAMS):
+    full = os.path.abspath(text)
+    if text == "-" or full in _STREAMS[:2] or full.startswith(_STREAMS[2:]):
         return True
     try:
         mode = os.stat(text).st_mode

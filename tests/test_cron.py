@@ -305,3 +305,23 @@ def test_the_readme_and_the_default_cap_note_cite_only_documents_in_the_reposito
     text = (ROOT / "README.md").read_text() + note
     cited = set(re.findall(r"[\w./-]*[\w-]\.md\b", text)) - {"report.md"}      # report.md: what daily writes
     assert cited and all((ROOT / c).is_file() for c in cited), [c for c in cited if not (ROOT / c).is_file()]
+
+
+def test_the_textfile_on_a_fifo_is_written_in_place(demo, tmp_path):
+    """--prom-textfile on a FIFO (a collector that reads a pipe) replaced it with a regular
+    file (prometheus_client's temp file, then the rename): now it is written in place and
+    stays a FIFO."""
+    import os
+    import stat
+
+    from test_faults_local import _read_fifo
+
+    fifo = tmp_path / "auditor.prom"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo(fifo)
+    r = run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(tmp_path / "out"),
+                "--prom-textfile", str(fifo), db=demo, timeout=60)
+    reader.join(30)
+    assert r.returncode == 0, r.stderr
+    assert _metrics(got[0].decode())["auditor_report_epoch"][0].value == 403
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

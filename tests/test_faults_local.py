@@ -5,6 +5,8 @@ unwritable and full output places. Each is one line on stderr and the documented
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -677,3 +679,47 @@ def test_db_naming_a_remote_database_is_refused(tmp_path, db):
     assert "the store is a local DuckDB file, not a URL or a remote database" in line, line
     assert list(tmp_path.iterdir()) == []
     assert one_line(run_cli("sql", "SELECT 1", db=db, cwd=tmp_path), 2) == line
+
+
+def _read_fifo(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    """A reader of ``fifo`` in a thread: its bytes land in the list when the writer closes."""
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t, got
+
+
+def test_output_on_a_fifo_or_a_device_is_written_in_place(demo, tmp_path):
+    """--output on a FIFO or a device replaced it with a regular file (the temp file, then the
+    rename): now either is written in place, streamed, and stays what it was."""
+    import os
+    import stat
+
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo(fifo)
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", "json", "--output", str(fifo), db=demo, timeout=60)
+    reader.join(30)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert json.loads(got[0])["epoch"] == 403 and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    dev = _device(tmp_path / "null.md")
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(dev), db=demo)
+    assert r.returncode == 0 and not r.stderr and stat.S_ISCHR(os.stat(dev).st_mode), r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null.md", "report.fifo"]     # no temp file left
+
+
+@pytest.mark.parametrize("target", ["-", "/dev/fd/1"])
+def test_output_to_stdout_is_streamed_there(demo, tmp_path, target):
+    """`--output /dev/stdout` made a temp file in /dev and renamed it over /dev/stdout (as
+    another user: "Permission denied"; as root the machine's /dev/stdout became a regular
+    file, so this test names it /dev/fd/1, which the old code could not rename over); `-` made
+    a file named `-`. Both are stdout now."""
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", "json", "--output", target, db=demo,
+                cwd=tmp_path, process=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert json.loads(r.stdout)["epoch"] == 403 and list(tmp_path.iterdir()) == []
