@@ -723,3 +723,27 @@ def test_output_to_stdout_is_streamed_there(demo, tmp_path, target):
                 cwd=tmp_path, process=True)
     assert r.returncode == 0 and not r.stderr, r.stderr
     assert json.loads(r.stdout)["epoch"] == 403 and list(tmp_path.iterdir()) == []
+
+
+def test_an_output_is_never_written_over_the_store(demo, tmp_path):
+    """`--output a.duckdb --db a.duckdb` overwrote the whole store with the report, exit 0.
+    Now one line, exit 2, the store as it was: by the same name, another name of the same
+    file (a hard link), `auditor sql`'s output, and report daily's textfile."""
+    import os
+    import shutil
+
+    from conftest import q
+
+    db = tmp_path / "a.duckdb"
+    shutil.copy(demo, db)
+    os.link(db, tmp_path / "same.duckdb")
+    before = q(db, "SELECT count(*) FROM log_events")
+    for args in (["epoch", "403", "--offline", "-f", "md", "--output", str(db)],
+                 ["epoch", "403", "--offline", "-f", "json", "--output", str(tmp_path / "same.duckdb")],
+                 ["sql", "SELECT 1 AS x", "-f", "csv", "--output", str(db)],
+                 ["report", "daily", "--offline", "--epoch", "403", "--out", str(tmp_path / "out"),
+                  "--prom-textfile", str(db)]):
+        line = one_line(run_cli("--quiet", *args, db=db), 2)
+        assert "is the store (--db" in line and "never written over it" in line, (args, line)
+        assert q(db, "SELECT count(*) FROM log_events") == before, args      # still the store, whole
+    assert q(db, "SELECT max(epoch) FROM chain_epochs")[0][0] == 403
