@@ -747,3 +747,84 @@ def test_an_output_is_never_written_over_the_store(demo, tmp_path):
         assert "is the store (--db" in line and "never written over it" in line, (args, line)
         assert q(db, "SELECT count(*) FROM log_events") == before, args      # still the store, whole
     assert q(db, "SELECT max(epoch) FROM chain_epochs")[0][0] == 403
+
+
+# -- --record: never overwritten, and a folder that cannot be one is one line (issue 35 #8, #18) --
+ACCOUNTING_REC = Path(__file__).resolve().parent.parent / "fixtures" / "accounting" / "v5"
+
+
+def _recorded(folder: Path) -> dict[str, str]:
+    return {f.name: f.read_text() for f in sorted((folder / "accounting").glob("*.json"))}
+
+
+def test_a_recording_never_overwrites_a_recorded_file(tmp_path):
+    """The next file's number was the count of files: after one was deleted, the next run
+    overwrote the last one. Now it follows the highest number, and a name taken is skipped."""
+    rec = tmp_path / "rec"
+    args = ("--quiet", "collect", "--replay", str(ACCOUNTING_REC), "--record", str(rec))
+    assert run_cli(*args, db=tmp_path / "a.duckdb").returncode == 0
+    first = _recorded(rec)
+    (rec / "accounting" / "000001.json").unlink()
+    del first["000001.json"]
+    assert run_cli(*args, db=tmp_path / "b.duckdb").returncode == 0
+    now = _recorded(rec)
+    assert {k: now[k] for k in first} == first and len(now) == len(first) + 3, sorted(now)
+
+
+def test_two_recordings_into_one_folder_at_once_keep_every_file(tmp_path):
+    """Two runs recording into one folder at once both counted the same files and wrote the
+    same names: 3 files left of 6. The loopback gateway holds each run's first answer until
+    both have asked (so both start recording before either has written). Names are taken
+    exclusively (a link that fails when the name exists): all 6 stay."""
+    import subprocess
+    import sys
+    from collections import Counter
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import urlsplit
+
+    from auditor.sources.replay import _key, load_recording
+
+    table, both = load_recording(ACCOUNTING_REC), threading.Barrier(2, timeout=30)
+
+    class Gateway(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            parts = urlsplit(self.path)
+            if parts.path == "/api/v1/epochs":
+                both.wait()
+            body = table[_key(parts.path, parts.query, None)][0]["body"].encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    rec = tmp_path / "rec"
+    try:
+        runs = [subprocess.Popen([sys.executable, "-m", "auditor", "--quiet", "--db", str(tmp_path / f"{i}.duckdb"),
+                                  "collect", "--accounting", f"http://127.0.0.1:{httpd.server_address[1]}",
+                                  "--rate", "0", "--record", str(rec)], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                for i in range(2)]
+        assert [r.wait(60) for r in runs] == [0, 0], [r.stderr.read() for r in runs]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    files = _recorded(rec)
+    assert len(files) == 6, sorted(files)
+    assert sorted(Counter(files.values()).values()) == [2, 2, 2]      # each answer, once per run
+
+
+def test_record_onto_a_file_or_a_read_only_folder_is_one_line(tmp_path, small_disk):
+    """--record onto a file, or into a read-only folder, was "internal error", exit 3."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    args = ("collect", "--replay", str(ACCOUNTING_REC), "--record")
+    line = one_line(run_cli(*args, str(afile), db=tmp_path / "a.duckdb"), 2)
+    assert f"cannot write --record {afile}/accounting: Not a directory" in line and afile.read_text() == "x", line
+    disk = small_disk(64, read_only=True)
+    line = one_line(run_cli(*args, str(disk), db=tmp_path / "a.duckdb"), 2)
+    assert f"cannot write --record {disk}/accounting" in line and "Read-only file system" in line, line

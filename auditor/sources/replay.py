@@ -17,7 +17,9 @@ recording).
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import threading
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from ..errors import UsageError
+from ..errors import UsageError, cannot_write
 
 Key = tuple[str, str, str | None]
 
@@ -78,6 +80,44 @@ def load_recording(directories: Sequence[Path | str] | Path | str) -> dict[Key, 
                 raise UsageError(f"{f} is not a recorded response: {why}")
             table[_key(entry["path"], entry.get("query") or "", entry.get("height"))].append(entry)
     return dict(table)
+
+
+def start_recording(directory: Path) -> int:
+    """Make ``--record``'s ``directory`` (or take it as it is) and return the number after the
+    highest recorded file's in it, so that a new recording follows the old one's order. A path
+    that cannot be a recording folder (a file, a read-only folder) is one line naming it."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--record {directory} is not a directory; give a folder for the recording")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+        return max((int(f.stem) for f in directory.glob("*.json") if f.stem.isdigit()), default=0)
+    except OSError as exc:
+        raise cannot_write(f"--record {directory}", exc) from exc
+
+
+def save_response(directory: Path, seq: int, entry: dict) -> int:
+    """Write one recorded response as ``NNNNNN.json`` under ``directory``, the first free
+    number from ``seq`` on, and return it. A file is made whole (a temp file, fsynced) and then
+    linked to its name, which fails if the name exists: a recorded file is never overwritten,
+    whoever made it (another run recording into the same folder at once, or one whose files
+    were partly deleted), and each run's own files stay in its order."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(entry, ensure_ascii=False, indent=1))
+            while True:
+                try:
+                    os.link(tmp, directory / f"{seq:06d}.json")
+                    return seq
+                except FileExistsError:
+                    seq += 1
+        finally:
+            os.unlink(tmp)
+    except OSError as exc:
+        raise cannot_write(f"--record {directory}", exc) from exc
 
 
 class ReplayServer:
