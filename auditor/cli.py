@@ -631,28 +631,52 @@ def _print_traceback() -> None:
     sys.stderr.write(redact_text(traceback.format_exc()))
 
 
-def _finite_floats(command) -> None:
+def _strict_types(command) -> None:
     """Every float option of ``command``'s tree (its own type, also used to check the config
     file's value, auditor/config.py) refuses nan and inf as a usage error: no option means
-    them, and they fail far from the flag (``--timeout nan``) or pass silently (``--rate nan``)."""
+    them, and they fail far from the flag (``--timeout nan``) or pass silently (``--rate nan``).
+    Every path option expands ``~`` (once, here, where every path is read: flag, environment
+    variable or auditor.toml alike) and drops the empty entries of a list in its environment
+    variable (``AUDITOR_GATEWAY_LOG=":app.log"`` is app.log, not ``.`` and app.log)."""
     from ._click import types
 
     for p in getattr(command, "params", []):
         if isinstance(p.type, types.FloatParamType) and not isinstance(p.type, _Finite):
-            p.type = copy.copy(p.type)
-            p.type.__class__ = type(f"Finite{type(p.type).__name__}", (_Finite, type(p.type)), {})
+            _mix(p, _Finite)
+        elif getattr(p.type, "name", None) in ("path", "file", "directory") and not isinstance(p.type, _UserPath):
+            _mix(p, _UserPath)
     for sub in getattr(command, "commands", {}).values():
-        _finite_floats(sub)
+        _strict_types(sub)
+
+
+def _mix(param, mixin: type) -> None:
+    """Give ``param`` its own copy of its type, with ``mixin`` in front."""
+    param.type = copy.copy(param.type)
+    param.type.__class__ = type(f"{mixin.__name__[1:]}{type(param.type).__name__}", (mixin, type(param.type)), {})
 
 
 class _Finite:
-    """Mixed into a float option's click type by _finite_floats."""
+    """Mixed into a float option's click type by _strict_types."""
 
     def convert(self, value, param, ctx):
         number = super().convert(value, param, ctx)
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+class _UserPath:
+    """Mixed into a path option's click type by _strict_types."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.startswith("~"):
+            import os
+
+            value = os.path.expanduser(value)
+        return super().convert(value, param, ctx)
+
+    def split_envvar_value(self, rv):
+        return [part for part in super().split_envvar_value(rv) if part]
 
 
 def _fail(message: str, code: int) -> None:
@@ -677,7 +701,7 @@ def main(argv: list[str] | None = None) -> None:
     from ._click import exceptions as click_exc
     try:
         command = typer.main.get_command(app)
-        _finite_floats(command)
+        _strict_types(command)
         code = command.main(args=args, prog_name="auditor", standalone_mode=False)
     except click_exc.UsageError as exc:
         where = f" ({exc.ctx.command_path} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"

@@ -21,7 +21,7 @@ def one_line(r, code: int) -> str:
     return lines[0]
 
 
-# -- numbers: nan and inf are refused by every float option, at one place (cli._finite_floats)
+# -- numbers: nan and inf are refused by every float option, at one place (cli._strict_types)
 @pytest.mark.parametrize("args", [
     ["collect", "--gateway-log", "x.log", "--timeout", "nan"],
     ["collect", "--gateway-log", "x.log", "--timeout", "inf"],
@@ -828,3 +828,35 @@ def test_record_onto_a_file_or_a_read_only_folder_is_one_line(tmp_path, small_di
     disk = small_disk(64, read_only=True)
     line = one_line(run_cli(*args, str(disk), db=tmp_path / "a.duckdb"), 2)
     assert f"cannot write --record {disk}/accounting" in line and "Read-only file system" in line, line
+
+
+# -- paths the tool reads: ~ and empty list entries (issue 35 #16, #31) ---------------------------
+def test_a_tilde_in_auditor_db_is_the_home_folder_for_every_command(tmp_path):
+    """AUDITOR_DB=~/x.duckdb: the collect wrote $HOME/x.duckdb (DuckDB expands ~ itself) and
+    made an empty ./~, while `sql` and the offline commands said "no database". ~ is now
+    expanded once, where every path option is read (flag, environment or auditor.toml)."""
+    from conftest import FIXTURES
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {"HOME": str(home), "AUDITOR_DB": "~/x.duckdb"}
+    log = str(FIXTURES / "hedging" / "small.log")
+    assert run_cli("--quiet", "collect", "--gateway-log", log, env=env, cwd=work).returncode == 0
+    r = run_cli("sql", "SELECT count(*) AS n FROM log_events", "-f", "csv", env=env, cwd=work)
+    assert r.returncode == 0 and r.stdout.split() == ["n", "335"], r.stderr
+    r = run_cli("--quiet", "hedging", "--offline", "--since", "2026-10-23T09:00:00", "--until", "2026-10-23T10:00:00",
+                "-f", "json", "--output", "~/h.json", env=env, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in home.iterdir()) == ["h.json", "x.duckdb"] and list(work.iterdir()) == []
+
+
+def test_an_empty_entry_in_auditor_gateway_log_is_no_path(tmp_path):
+    """AUDITOR_GATEWAY_LOG=":app.log" made the empty entry "." : "MISSING ." and exit 3 on
+    every run. Empty entries of a path list in the environment are dropped."""
+    from conftest import FIXTURES
+
+    log = str(FIXTURES / "hedging" / "small.log")
+    for value in (f":{log}", f"{log}:", f"{log}::"):
+        r = run_cli("collect", env={"AUDITOR_GATEWAY_LOG": value}, db=tmp_path / "a.duckdb")
+        assert r.returncode == 0 and "MISSING" not in r.stderr, r.stderr
