@@ -124,6 +124,9 @@ def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeo
     if offline and typed:       # one from the environment or auditor.toml is left unused: that is --offline
         raise UsageError(f"--offline collects nothing, so {' and '.join(typed)} would be ignored: "
                          "drop one or the other")
+    if replay:      # the recording answers for every URL source not typed with it (not the environment's)
+        node, accounting, metrics = ([] if not _typed(name) else value for name, value in
+                                     (("node", node), ("accounting", accounting), ("metrics", metrics)))
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout,

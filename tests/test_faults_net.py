@@ -264,6 +264,17 @@ def test_a_recorded_file_that_is_not_a_regular_file_or_too_big_is_one_line(db, t
     assert f"{x}" in r.stderr and why in r.stderr, r.stderr
 
 
+def test_replay_is_not_overridden_by_a_node_in_the_environment(db):
+    """With AUDITOR_NODE set (here a port where nothing listens), `collect --replay DIR` asked
+    the configured node instead of the recording: exit 3, nothing stored. The recording answers
+    for every URL source not typed on the command line."""
+    rec = FIXTURES / "chain" / "epoch-403"
+    env = {"AUDITOR_NODE": "http://127.0.0.1:9", "AUDITOR_ACCOUNTING": "http://127.0.0.1:9"}
+    r = run_cli("--quiet", "collect", "-e", "403", "--replay", str(rec), db=db, env=env)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert one(db, "SELECT count(*) FROM chain_epochs WHERE epoch = 403") == 1
+
+
 def test_every_shipped_recording_is_valid():
     from auditor.sources.replay import load_recording
 
