@@ -45,6 +45,8 @@ class State:
     db: Path | None = None
     quiet = False
     help = False        # --help was asked for: read no config file it does not name
+    no_config = False   # --no-config: read no config file at all
+    config = None       # the config file applied (config.Found), named on stderr
 
 
 state = State()
@@ -289,14 +291,21 @@ def _resolved_participant(store, call):
 def _load_config(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
     """--config (eager: read before every other option): the file's defaults (``--config PATH``,
     or the one found) become click's default_map of this command and every command below it.
-    --help reads no file unless one is named, and shows the built-in defaults."""
+    --help reads no file unless one is named, and shows the built-in defaults; --no-config
+    reads none. A file found in the working directory reaches only its own folder."""
     from . import config
+    from .errors import UsageError
 
+    if state.no_config:
+        if value is not None:
+            raise UsageError("--config and --no-config: give one or the other")
+        return value
     if value is None and state.help:
         return value
-    path = config.find(None if value is None else str(value))
-    if path is not None:
-        ctx.default_map = config.default_map(ctx.command, config.load(path), path)
+    found = config.find(None if value is None else str(value))
+    if found is not None:
+        ctx.default_map = config.default_map(ctx.command, config.load(found.path), found.path, found.folder)
+        state.config = found
     return value
 
 
@@ -316,12 +325,20 @@ def _main(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (for cron): no progress, log or \"loaded\" lines; "
              "errors, MISSING sources and exit 1's findings still go to stderr.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
-        callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
-             "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
+        callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml (its paths stay in its "
+             "folder), else ~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
+    no_config: Annotated[bool, typer.Option("--no-config",
+        help="Read no auditor.toml, neither ./auditor.toml nor ~/.config/auditor/auditor.toml.")] = False,
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
         help="Print the version and exit.")] = False,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
+    if state.config is not None and (not quiet or state.config.origin == "cwd"):
+        # the file a run obeys is named (--quiet: only one found in the working directory,
+        # which the user may not have written)
+        from .config import applied_line
+
+        print(applied_line(state.config), file=sys.stderr)
 
 
 @app.command()
@@ -602,7 +619,7 @@ def serve(
 
 
 # -- entry point ----------------------------------------------------------------
-GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
+GLOBAL_FLAGS = ("--debug", "--quiet", "-q", "--no-config")
 GLOBAL_VALUED = ("--db", "--config")
 
 
@@ -701,6 +718,7 @@ def main(argv: list[str] | None = None) -> None:
     args = hoist_globals(sys.argv[1:] if argv is None else list(argv))
     options = args[:args.index("--")] if "--" in args else args
     state.debug, state.help = "--debug" in options, any(a in ("-h", "--help") for a in options)
+    state.no_config, state.config = "--no-config" in options, None
     from ._click import exceptions as click_exc
     try:
         command = typer.main.get_command(app)

@@ -860,3 +860,99 @@ def test_an_empty_entry_in_auditor_gateway_log_is_no_path(tmp_path):
     for value in (f":{log}", f"{log}:", f"{log}::"):
         r = run_cli("collect", env={"AUDITOR_GATEWAY_LOG": value}, db=tmp_path / "a.duckdb")
         assert r.returncode == 0 and "MISSING" not in r.stderr, r.stderr
+
+
+# -- auditor.toml: one found in the working directory reaches only its folder (issue 35 #10, #23) --
+def _bundle(tmp_path: Path, text: str) -> Path:
+    """A folder someone sent (an evidence bundle), holding an auditor.toml of theirs."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "auditor.toml").write_text(text)
+    return bundle
+
+
+@pytest.mark.parametrize("text, key", [
+    ('gateway_log = ["/etc/passwd"]\n', "gateway_log"),
+    ('gateway_log = ["../outside/*.log"]\n', "gateway_log"),
+    ('output = "../victim.txt"\n', "output"),
+    ('output = "link.txt"\n', "output"),                # a link inside the folder to a file outside
+    ('db = "~/x.duckdb"\n', "db"),
+    ('[report.daily]\nout = "../reports"\n', "report.daily.out"),
+])
+def test_a_working_directory_config_reaches_only_its_own_folder(tmp_path, text, key):
+    """An auditor.toml in the working directory was obeyed silently: in the probe its `output`
+    overwrote a file and its `gateway_log` read /etc/passwd into the store. Its paths now resolve
+    against its own folder and must stay inside it (links followed): one line, exit 2, nothing
+    read or written."""
+    bundle = _bundle(tmp_path, text)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (bundle / "link.txt").symlink_to(victim)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "a.log").write_text("x\n")
+    db = tmp_path / "a.duckdb"
+    for args in (["collect"], ["sql", "SELECT 1"], ["report", "daily", "--offline", "--epoch", "403"]):
+        line = one_line(run_cli(*args, db=db, cwd=bundle, env={"HOME": str(tmp_path / "home")}), 2)
+        assert f"{bundle / 'auditor.toml'}: {key} = " in line and f"is outside {bundle}" in line, line
+    assert victim.read_text() == "precious\n" and not db.exists()
+
+
+def test_a_config_is_named_on_stderr_and_keeps_its_reach_when_it_is_the_users(tmp_path):
+    """Every run names the config file it applied; one found in the working directory is named
+    under --quiet too (the user may not have written it), and its paths inside its folder work.
+    --config and ~/.config/auditor/auditor.toml keep full reach; --no-config reads none."""
+    from conftest import FIXTURES
+
+    log = FIXTURES / "hedging" / "small.log"
+    bundle = _bundle(tmp_path, 'gateway_log = ["logs/*.log"]\n')
+    (bundle / "logs").mkdir()
+    (bundle / "logs" / "app.log").write_bytes(log.read_bytes())
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": ""}
+    r = run_cli("--quiet", "collect", db=tmp_path / "a.duckdb", cwd=bundle, env=env)
+    assert r.returncode == 0 and r.stderr == (
+        f"auditor: config {bundle / 'auditor.toml'} (found in the working directory: its paths stay inside "
+        f"{bundle}; --no-config reads none)\n"), r.stderr
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'gateway_log = ["{log}"]\n')
+    r = run_cli("collect", "--config", str(mine), db=tmp_path / "b.duckdb", cwd=bundle, env=env)
+    assert r.returncode == 0 and r.stderr.startswith(f"auditor: config {mine}\n"), r.stderr
+    assert run_cli("--quiet", "collect", "--config", str(mine), db=tmp_path / "b.duckdb", env=env).stderr == ""
+    (home / ".config" / "auditor").mkdir(parents=True)
+    (home / ".config" / "auditor" / "auditor.toml").write_text(f'gateway_log = ["{log}"]\n')
+    r = run_cli("collect", db=tmp_path / "c.duckdb", cwd=tmp_path, env=env)
+    assert r.returncode == 0 and r.stderr.startswith(f"auditor: config {home}/.config/auditor/auditor.toml\n")
+    r = run_cli("collect", "--no-config", db=tmp_path / "d.duckdb", cwd=bundle, env=env)
+    assert r.returncode == 2 and "nothing to collect" in r.stderr and "config" not in r.stderr, r.stderr
+    line = one_line(run_cli("--no-config", "--config", str(mine), "collect", db=tmp_path / "d.duckdb", env=env), 2)
+    assert "--config and --no-config" in line, line
+
+
+def test_an_unreadable_config_folder_is_one_line_not_an_internal_error(tmp_path):
+    """An unreadable ~/.config gave "internal error: PermissionError" on every command. Now one
+    line says the file could not be looked for, and the command runs. (Root reads any folder:
+    the run drops the capabilities that let it.)"""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to make a folder unreadable to the run")
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / ".config").chmod(0)
+    caps = "-dac_override,-dac_read_search"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITOR_", "XDG_"))} | {"HOME": str(home)}
+    try:
+        r = subprocess.run(["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable, "-m", "auditor",
+                            "--quiet", "--db", str(tmp_path / "a.duckdb"), "collect", "--gateway-log",
+                            str(FIXTURES / "hedging" / "small.log")], env=env, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        (home / ".config").chmod(0o755)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (f"auditor: cannot look for {home}/.config/auditor/auditor.toml: Permission denied; "
+                        "no config read from there (--no-config skips the look)\n"), r.stderr
