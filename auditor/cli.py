@@ -45,6 +45,8 @@ class State:
     db: Path | None = None
     quiet = False
     help = False        # --help was asked for: read no config file it does not name
+    no_config = False   # --no-config: read no config file at all
+    config = None       # the config file applied (config.Found), named on stderr
 
 
 state = State()
@@ -124,6 +126,9 @@ def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeo
     if offline and typed:       # one from the environment or auditor.toml is left unused: that is --offline
         raise UsageError(f"--offline collects nothing, so {' and '.join(typed)} would be ignored: "
                          "drop one or the other")
+    if replay:      # the recording answers for every URL source not typed with it (not the environment's)
+        node, accounting, metrics = ([] if not _typed(name) else value for name, value in
+                                     (("node", node), ("accounting", accounting), ("metrics", metrics)))
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout,
@@ -166,7 +171,8 @@ FailOnOpt = Annotated[Optional[Severity], typer.Option("--fail-on", metavar="inf
 OUTPUT = Group("out", [
     _opt("fmt", Annotated[Format, typer.Option("--format", "-f", help="Output format.")], Format.table),
     _opt("output", Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
-        help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout.")], None),
+        help="Write the report to FILE (atomically: a temp file, then a rename) instead of stdout; a device, "
+             "a FIFO or - (stdout) is written in place.")], None),
     _opt("fail_on", FailOnOpt, None),
     _opt("wide", Annotated[bool, typer.Option("--wide",
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
@@ -187,9 +193,13 @@ UntilOpt = Annotated[Optional[datetime], typer.Option("--until", formats=TIME_FO
 
 # -- shared command bodies ----------------------------------------------------
 def _db() -> Path:
+    """The store's path: a regular file or a new path on this machine (paths.check_store)."""
+    from .paths import check_store
     from .store import default_db_path
 
-    return state.db or default_db_path()
+    db = state.db or default_db_path()
+    check_store(db)
+    return db
 
 
 def _progress():
@@ -281,14 +291,21 @@ def _resolved_participant(store, call):
 def _load_config(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
     """--config (eager: read before every other option): the file's defaults (``--config PATH``,
     or the one found) become click's default_map of this command and every command below it.
-    --help reads no file unless one is named, and shows the built-in defaults."""
+    --help reads no file unless one is named, and shows the built-in defaults; --no-config
+    reads none. A file found in the working directory reaches only its own folder."""
     from . import config
+    from .errors import UsageError
 
+    if state.no_config:
+        if value is not None:
+            raise UsageError("--config and --no-config: give one or the other")
+        return value
     if value is None and state.help:
         return value
-    path = config.find(None if value is None else str(value))
-    if path is not None:
-        ctx.default_map = config.default_map(ctx.command, config.load(path), path)
+    found = config.find(None if value is None else str(value))
+    if found is not None:
+        ctx.default_map = config.default_map(ctx.command, config.load(found.path), found.path, found.folder)
+        state.config = found
     return value
 
 
@@ -308,12 +325,20 @@ def _main(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success (for cron): no progress, log or \"loaded\" lines; "
              "errors, MISSING sources and exit 1's findings still go to stderr.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", metavar="PATH", is_eager=True,
-        callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml, else "
-             "~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
+        callback=_load_config, help="auditor.toml with sources and defaults. [default: ./auditor.toml (its paths stay in its "
+             "folder), else ~/.config/auditor/auditor.toml] Flags win over env vars, which win over the file.")] = None,
+    no_config: Annotated[bool, typer.Option("--no-config",
+        help="Read no auditor.toml, neither ./auditor.toml nor ~/.config/auditor/auditor.toml.")] = False,
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
         help="Print the version and exit.")] = False,
 ) -> None:
     state.db, state.debug, state.quiet = db, debug, quiet
+    if state.config is not None and (not quiet or state.config.origin == "cwd"):
+        # the file a run obeys is named (--quiet: only one found in the working directory,
+        # which the user may not have written)
+        from .config import applied_line
+
+        print(applied_line(state.config), file=sys.stderr)
 
 
 @app.command()
@@ -589,7 +614,7 @@ def sql(
     query: Annotated[str, typer.Argument(help="SQL to run against the store, e.g. \"SELECT * FROM coverage\".")],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
-        help="Write the result to FILE (atomically) instead of stdout.")] = None,
+        help="Write the result to FILE (atomically; a device, a FIFO or - in place) instead of stdout.")] = None,
 ) -> None:
     """Run a query against the store and print the result.
 
@@ -636,7 +661,7 @@ def serve(
 
 
 # -- entry point ----------------------------------------------------------------
-GLOBAL_FLAGS = ("--debug", "--quiet", "-q")
+GLOBAL_FLAGS = ("--debug", "--quiet", "-q", "--no-config")
 GLOBAL_VALUED = ("--db", "--config")
 
 
@@ -668,28 +693,52 @@ def _print_traceback() -> None:
     sys.stderr.write(redact_text(traceback.format_exc()))
 
 
-def _finite_floats(command) -> None:
+def _strict_types(command) -> None:
     """Every float option of ``command``'s tree (its own type, also used to check the config
     file's value, auditor/config.py) refuses nan and inf as a usage error: no option means
-    them, and they fail far from the flag (``--timeout nan``) or pass silently (``--rate nan``)."""
+    them, and they fail far from the flag (``--timeout nan``) or pass silently (``--rate nan``).
+    Every path option expands ``~`` (once, here, where every path is read: flag, environment
+    variable or auditor.toml alike) and drops the empty entries of a list in its environment
+    variable (``AUDITOR_GATEWAY_LOG=":app.log"`` is app.log, not ``.`` and app.log)."""
     from ._click import types
 
     for p in getattr(command, "params", []):
         if isinstance(p.type, types.FloatParamType) and not isinstance(p.type, _Finite):
-            p.type = copy.copy(p.type)
-            p.type.__class__ = type(f"Finite{type(p.type).__name__}", (_Finite, type(p.type)), {})
+            _mix(p, _Finite)
+        elif getattr(p.type, "name", None) in ("path", "file", "directory") and not isinstance(p.type, _UserPath):
+            _mix(p, _UserPath)
     for sub in getattr(command, "commands", {}).values():
-        _finite_floats(sub)
+        _strict_types(sub)
+
+
+def _mix(param, mixin: type) -> None:
+    """Give ``param`` its own copy of its type, with ``mixin`` in front."""
+    param.type = copy.copy(param.type)
+    param.type.__class__ = type(f"{mixin.__name__[1:]}{type(param.type).__name__}", (mixin, type(param.type)), {})
 
 
 class _Finite:
-    """Mixed into a float option's click type by _finite_floats."""
+    """Mixed into a float option's click type by _strict_types."""
 
     def convert(self, value, param, ctx):
         number = super().convert(value, param, ctx)
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return number
+
+
+class _UserPath:
+    """Mixed into a path option's click type by _strict_types."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.startswith("~"):
+            import os
+
+            value = os.path.expanduser(value)
+        return super().convert(value, param, ctx)
+
+    def split_envvar_value(self, rv):
+        return [part for part in super().split_envvar_value(rv) if part]
 
 
 def _fail(message: str, code: int) -> None:
@@ -711,10 +760,11 @@ def main(argv: list[str] | None = None) -> None:
     args = hoist_globals(sys.argv[1:] if argv is None else list(argv))
     options = args[:args.index("--")] if "--" in args else args
     state.debug, state.help = "--debug" in options, any(a in ("-h", "--help") for a in options)
+    state.no_config, state.config = "--no-config" in options, None
     from ._click import exceptions as click_exc
     try:
         command = typer.main.get_command(app)
-        _finite_floats(command)
+        _strict_types(command)
         code = command.main(args=args, prog_name="auditor", standalone_mode=False)
     except click_exc.UsageError as exc:
         where = f" ({exc.ctx.command_path} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"

@@ -2,7 +2,13 @@
 
 Where: ``--config PATH``; else ``auditor.toml`` in the working directory; else
 ``$XDG_CONFIG_HOME/auditor/auditor.toml`` (``~/.config/auditor/auditor.toml``).
-Flags win over environment variables, which win over the file.
+Flags win over environment variables, which win over the file. ``--no-config`` reads none.
+Every run names on stderr the file it applied (:func:`applied_line`).
+
+A file found in the working directory may have been written by someone else (it came with
+an evidence bundle): its paths resolve against its own folder and must stay inside it, so
+its ``output`` cannot overwrite, nor its ``gateway_log`` read, anything outside
+(:func:`confined`). ``--config PATH`` and the user's own file keep full reach.
 
 A top-level key is the long name of an option (``node``, ``gateway_log``, ``rate``,
 ``db``, ``format``, ...: dashes or underscores) and applies to every command that has
@@ -21,7 +27,10 @@ string). An unknown key or a bad value is one clear line and exit 2.
 
 from __future__ import annotations
 
+import glob
 import os
+import sys
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,18 +40,66 @@ from .errors import UsageError
 FILE_NAME = "auditor.toml"
 
 
-def find(explicit: str | None) -> Path | None:
+@dataclass(frozen=True)
+class Found:
+    """The config file a run applies, and where it was found: ``flag`` (``--config``),
+    ``cwd`` (the working directory: confined to its folder) or ``user`` (``~/.config``)."""
+
+    path: Path
+    origin: str
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder its paths must stay inside, or None when they may go anywhere."""
+        return self.path.resolve().parent if self.origin == "cwd" else None
+
+
+def find(explicit: str | None) -> Found | None:
     if explicit:
-        p = Path(explicit)
+        p = Path(explicit).expanduser()
         if not p.is_file():
             raise UsageError(f"--config {p}: no such file")
-        return p
+        return Found(p, "flag")
     here = Path.cwd() / FILE_NAME
-    if here.is_file():
-        return here
+    if _is_file(here):
+        return Found(here, "cwd")
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     user = Path(base) / "auditor" / FILE_NAME
-    return user if user.is_file() else None
+    return Found(user, "user") if _is_file(user) else None
+
+
+def _is_file(p: Path) -> bool:
+    """Whether ``p`` is a file; a folder on the way this user may not search (an unreadable
+    ~/.config) is one line on stderr and no file, not an error of every command."""
+    try:
+        return p.is_file()
+    except OSError as exc:
+        print(f"auditor: cannot look for {p}: {exc.strerror or exc}; no config read from there "
+              "(--no-config skips the look)", file=sys.stderr)
+        return False
+
+
+def applied_line(found: Found) -> str:
+    """The stderr line that names the config file a run applied."""
+    if found.origin == "cwd":
+        return (f"auditor: config {found.path.resolve()} (found in the working directory: its paths stay "
+                f"inside {found.folder}; --no-config reads none)")
+    return f"auditor: config {found.path}"
+
+
+def confined(value: str, folder: Path, key: str, path: Path) -> str:
+    """A path ``value`` of a working-directory config (``folder``'s): resolved against the
+    folder, and refused (a UsageError) unless it, whatever it links to and, for a glob, every
+    file it matches stay inside it. ``-`` (stdin, stdout) stays ``-``."""
+    if value == "-":
+        return value
+    full = os.path.join(folder, os.path.expanduser(value))
+    inside = [os.path.realpath(full), *(os.path.realpath(m) for m in glob.glob(full))]
+    if any(os.path.commonpath([str(folder), p]) != str(folder) for p in inside):
+        raise UsageError(f"{path}: {key} = {value!r} is outside {folder}: a config found in the working "
+                         "directory reaches only its own folder (give that path on the command line, with "
+                         "--config, or in ~/.config/auditor/auditor.toml)")
+    return full
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -78,9 +135,10 @@ def _all_options(cmd: Any) -> set[str]:
     return out
 
 
-def default_map(root: Any, config: dict[str, Any], path: Path) -> dict[str, Any]:
+def default_map(root: Any, config: dict[str, Any], path: Path, folder: Path | None = None) -> dict[str, Any]:
     """The click ``default_map`` of the command tree ``root`` from a parsed file. A key no
-    command has, a table no command is named after, or a bad value is a UsageError."""
+    command has, a table no command is named after, or a bad value is a UsageError. With
+    ``folder`` (a working-directory config) every path value is ``confined`` to it."""
     top = {_key(k): v for k, v in config.items() if not isinstance(v, dict)}
     known = _all_options(root)
 
@@ -97,9 +155,9 @@ def default_map(root: Any, config: dict[str, Any], path: Path) -> dict[str, Any]
         out: dict[str, Any] = {}
         for k, p in params.items():
             if k in mine:
-                out[p.name] = _value(p, mine[k], path, f"{where}{k}")
+                out[p.name] = _value(p, mine[k], path, f"{where}{k}", folder)
             elif k in top:
-                out[p.name] = _value(p, top[k], path, k)
+                out[p.name] = _value(p, top[k], path, k, folder)
         for name, sub in subs.items():
             table = own.get(name)      # `epoch = [3]` is the --epoch option, not the [epoch] table
             out[name] = build(sub, table if isinstance(table, dict) else {}, f"{where}{name}.")
@@ -108,8 +166,9 @@ def default_map(root: Any, config: dict[str, Any], path: Path) -> dict[str, Any]
     return build(root, config, "")
 
 
-def _value(param: Any, v: Any, path: Path, key: str) -> Any:
-    """``v`` checked against the option's type now, so a bad value names its file and key."""
+def _value(param: Any, v: Any, path: Path, key: str, folder: Path | None = None) -> Any:
+    """``v`` checked against the option's type now, so a bad value names its file and key;
+    a path of a working-directory config (``folder``) resolved in it and kept inside it."""
     values = [v] if not getattr(param, "multiple", False) else ([v] if isinstance(v, str) else v)
     if not isinstance(values, list) or any(isinstance(x, (list, dict)) for x in values):
         raise UsageError(f"{path}: {key} = {v!r}: expected " + ("a list of values" if param.multiple else "one value"))
@@ -121,6 +180,9 @@ def _value(param: Any, v: Any, path: Path, key: str) -> Any:
             param.type(x, param, None)
         except Exception as exc:
             raise UsageError(f"{path}: {key} = {x!r}: {getattr(exc, 'message', None) or exc}") from None
+    if folder is not None and getattr(param.type, "name", None) in ("path", "file", "directory"):
+        values = [confined(x, folder, key, path) for x in values]
+        v = values[0]
     return values if param.multiple else v
 
 

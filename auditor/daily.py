@@ -12,13 +12,16 @@ for one epoch, and optionally a Prometheus textfile.
   to a temp file first, then all renamed, so a full disk leaves the day's folder as it was
   (and says which file and why, exit 3); an unusable ``--out`` is one line naming it, exit 2.
 - A lock file (``DIR/.auditor-report.lock``) keeps two runs from overlapping: a second run
-  waits up to ``LOCK_WAIT`` seconds, then exits 3 saying which lock it found held.
+  waits up to ``LOCK_WAIT`` seconds, then exits 3 saying which lock it found held. It is
+  never followed (a symbolic link there is refused) and only its user may open it (0600).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -133,13 +136,25 @@ def print_findings(result: Any, fail_on: str | None) -> None:
 
 @contextmanager
 def locked(directory: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
+    """Hold ``DIR/.auditor-report.lock`` (flock) for the run. The lock file is never followed
+    (``O_NOFOLLOW``: a link there is refused, so the PID written cannot land in the file it
+    names), is a regular file of this user, and is readable by this user only (0600, an older
+    0644 one too): whoever else can read the folder cannot open it to hold it."""
     path = directory / LOCK_NAME
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, 0o600)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{path} is a symbolic link; a lock file is never followed: remove it") from None
         raise cannot_write(path, exc) from exc
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            what = "not a regular file" if not stat.S_ISREG(st.st_mode) else f"owned by user {st.st_uid}"
+            raise UsageError(f"{path} is {what}; the lock file is this user's own: remove it")
+        if stat.S_IMODE(st.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)            # a lock made by an older auditor, 0644
         deadline = time.monotonic() + wait
         while True:
             try:

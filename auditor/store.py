@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ from typing import Any
 import duckdb
 
 from .errors import StoreError, UsageError
+from .paths import check_store, opened_store
 from .times import utc as _utc
 
 
@@ -113,10 +115,9 @@ class Store:
             shown = os.fsencode(self.path).decode("utf-8", "backslashreplace")
             raise UsageError(f"--db {shown}: the path is not UTF-8, which DuckDB cannot open; "
                              "rename it or give another --db") from None
+        check_store(self.path)         # a regular file or a new path, on this machine (issue 35)
         if self.path != ":memory:":
             p = Path(self.path)
-            if p.is_dir():
-                raise UsageError(f"--db {p} is a directory; give a file path")
             if not read_only:
                 p.parent.mkdir(parents=True, exist_ok=True)
             elif not p.exists():
@@ -137,6 +138,7 @@ class Store:
             raise StoreError(f"cannot open the database {self.path}: {msg.splitlines()[0]}") from exc
         except duckdb.Error as exc:
             raise StoreError(f"cannot open the database {self.path}: {str(exc).splitlines()[0]}") from exc
+        opened_store(self.path)            # no output is written over it
         _in_utc(self.con)
         self._limit_resources()
         self.read_only = read_only
@@ -631,22 +633,29 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     """``duckdb.connect``. A store whose making was cut off (the process killed while DuckDB
     wrote its headers) is an empty file or DuckDB's first header alone, which DuckDB refuses
     for good; it holds nothing, and opened for writing it is made anew. Any other file DuckDB
-    refuses is left as it is."""
+    refuses is left as it is, and so is anything that is not a regular file (a device, a FIFO:
+    never removed). A symbolic link to the store stays one: the file it leads to is made anew."""
     try:
         return duckdb.connect(path, read_only=read_only)
     except duckdb.IOException:
         if read_only or not _making_cut_off(path):
             raise
-    os.remove(path)
+    real = os.path.realpath(path)
+    if not stat.S_ISREG(os.lstat(real).st_mode):
+        raise StoreError(f"cannot open the database {path}: not a regular file")
+    os.remove(real)
     return duckdb.connect(path)
 
 
 def _making_cut_off(path: str) -> bool:
     try:
-        with open(path, "rb") as f:
-            head = f.read(HEADER_BYTES)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)     # a FIFO put there since: not waited on
     except OSError:
         return False
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = f.read(HEADER_BYTES)
     return len(head) < HEADER_BYTES and (not head or head[8:12] == b"DUCK")
 
 

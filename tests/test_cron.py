@@ -305,3 +305,62 @@ def test_the_readme_and_the_default_cap_note_cite_only_documents_in_the_reposito
     text = (ROOT / "README.md").read_text() + note
     cited = set(re.findall(r"[\w./-]*[\w-]\.md\b", text)) - {"report.md"}      # report.md: what daily writes
     assert cited and all((ROOT / c).is_file() for c in cited), [c for c in cited if not (ROOT / c).is_file()]
+
+
+def test_the_textfile_on_a_fifo_is_written_in_place(demo, tmp_path):
+    """--prom-textfile on a FIFO (a collector that reads a pipe) replaced it with a regular
+    file (prometheus_client's temp file, then the rename): now it is written in place and
+    stays a FIFO."""
+    import os
+    import stat
+
+    from test_faults_local import _read_fifo
+
+    fifo = tmp_path / "auditor.prom"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo(fifo)
+    r = run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(tmp_path / "out"),
+                "--prom-textfile", str(fifo), db=demo, timeout=60)
+    reader.join(30)
+    assert r.returncode == 0, r.stderr
+    assert _metrics(got[0].decode())["auditor_report_epoch"][0].value == 403
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+# -- the lock of report daily (issue 35 #4, #32) --------------------------------------------------
+def test_the_lock_file_is_never_followed(demo, tmp_path):
+    """`OUT/.auditor-report.lock -> /etc/x` truncated /etc/x and wrote the PID into it. The
+    lock is opened with O_NOFOLLOW: one line, exit 2, the file the link names as it was."""
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    out.mkdir()
+    victim.write_text("precious\n")
+    (out / ".auditor-report.lock").symlink_to(victim)
+    r = run_cli("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(out), db=demo)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "is a symbolic link; a lock file is never followed" in r.stderr
+    assert victim.read_text() == "precious\n" and [p.name for p in out.iterdir()] == [".auditor-report.lock"]
+
+
+def test_only_the_jobs_user_can_open_the_lock(demo, tmp_path):
+    """The lock was 0644: anyone who could read the reports folder could open it and hold it,
+    and report daily then said another run held it. Now 0600 (an older 0644 lock is made 0600),
+    and a lock file another user owns is refused, one line, exit 2."""
+    import os
+    import stat
+
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = out / ".auditor-report.lock"
+    lock.write_text("")
+    lock.chmod(0o644)                   # as an older auditor left it
+    args = ("--quiet", "report", "daily", "--offline", "--epoch", "403", "--out", str(out))
+    r = run_cli(*args, db=demo)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+    fresh = tmp_path / "fresh"
+    assert run_cli(*args[:-1], str(fresh), db=demo).returncode == 0
+    assert stat.S_IMODE((fresh / ".auditor-report.lock").stat().st_mode) == 0o600
+    if os.geteuid() == 0:               # root can give the lock to another user
+        os.chown(lock, 65534, 65534)
+        r = run_cli(*args, db=demo)
+        assert r.returncode == 2 and "is owned by user 65534; the lock file is this user's own" in r.stderr, r.stderr

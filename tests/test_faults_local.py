@@ -5,6 +5,8 @@ unwritable and full output places. Each is one line on stderr and the documented
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ def one_line(r, code: int) -> str:
     return lines[0]
 
 
-# -- numbers: nan and inf are refused by every float option, at one place (cli._finite_floats)
+# -- numbers: nan and inf are refused by every float option, at one place (cli._strict_types)
 @pytest.mark.parametrize("args", [
     ["collect", "--gateway-log", "x.log", "--timeout", "nan"],
     ["collect", "--gateway-log", "x.log", "--timeout", "inf"],
@@ -619,3 +621,338 @@ def test_duckdb_out_of_memory_is_one_line_saying_what_helps_and_stores_nothing_h
         line = one_line(run_cli("--quiet", "collect", "--gateway-log", log, db=tmp_path / f"{limit}.duckdb",
                                 env={"AUDITOR_MEMORY_LIMIT": limit}), 3)
         assert f"DuckDB may use {limit}:" in line and "AUDITOR_MEMORY_LIMIT=4GB" in line, line
+
+
+# -- round 3 (issue 35): paths the tool writes ----------------------------------------------------
+def _device(path: Path) -> Path:
+    """A character device at ``path`` (a /dev/null of its own), made with mknod (root in CI)."""
+    import os
+    import stat
+
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    return path
+
+
+def test_db_on_a_device_is_refused_and_the_device_stays(tmp_path):
+    """`--db X` on a character device exited 0 with X removed and a DuckDB file in its place
+    (the repair of a store whose making was cut off removed whatever it was given): as root,
+    --db /dev/null would do it to the real one. Now one line, exit 2, the device as it was;
+    the same through a symbolic link to one."""
+    import os
+    import stat
+
+    from conftest import FIXTURES
+
+    log = str(FIXTURES / "hedging" / "small.log")
+    dev = _device(tmp_path / "dev.duckdb")
+    link = tmp_path / "link.duckdb"
+    link.symlink_to(dev)
+    for db in (dev, link):
+        line = one_line(run_cli("collect", "--gateway-log", log, db=db), 2)
+        assert f"--db {db} is a character device; the store is a regular file or a new path" in line, line
+        assert stat.S_ISCHR(os.stat(db).st_mode)
+    assert link.is_symlink() and os.readlink(link) == str(dev)
+
+
+@pytest.mark.parametrize("args", [["collect", "--gateway-log", "x.log"], ["sql", "SELECT 1"],
+                                  ["epoch", "403", "--offline"]])
+def test_db_naming_a_fifo_is_refused_at_once(tmp_path, args):
+    """`--db` naming a FIFO hung with no message (DuckDB waited for a writer), and a collect
+    would have removed it: one line, exit 2, the FIFO left as it is."""
+    import os
+    import stat
+
+    fifo = tmp_path / "f.duckdb"
+    os.mkfifo(fifo)
+    line = one_line(run_cli(*args, db=fifo, timeout=20), 2)
+    assert f"--db {fifo} is a FIFO" in line and stat.S_ISFIFO(os.stat(fifo).st_mode), line
+
+
+@pytest.mark.parametrize("db", ["md:x", "motherduck:x", "s3://b/x", "https://h/x.duckdb", "gcs://b/x"])
+def test_db_naming_a_remote_database_is_refused(tmp_path, db):
+    """`--db md:x` made DuckDB try to download its MotherDuck extension, `--db s3://b/x` made a
+    local folder `s3:`: the store is a local file; one line, exit 2, nothing made."""
+    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=db, cwd=tmp_path), 2)
+    assert "the store is a local DuckDB file, not a URL or a remote database" in line, line
+    assert list(tmp_path.iterdir()) == []
+    assert one_line(run_cli("sql", "SELECT 1", db=db, cwd=tmp_path), 2) == line
+
+
+def _read_fifo(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    """A reader of ``fifo`` in a thread: its bytes land in the list when the writer closes."""
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t, got
+
+
+def test_output_on_a_fifo_or_a_device_is_written_in_place(demo, tmp_path):
+    """--output on a FIFO or a device replaced it with a regular file (the temp file, then the
+    rename): now either is written in place, streamed, and stays what it was."""
+    import os
+    import stat
+
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo(fifo)
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", "json", "--output", str(fifo), db=demo, timeout=60)
+    reader.join(30)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert json.loads(got[0])["epoch"] == 403 and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    dev = _device(tmp_path / "null.md")
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", "md", "--output", str(dev), db=demo)
+    assert r.returncode == 0 and not r.stderr and stat.S_ISCHR(os.stat(dev).st_mode), r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null.md", "report.fifo"]     # no temp file left
+
+
+@pytest.mark.parametrize("target", ["-", "/dev/fd/1"])
+def test_output_to_stdout_is_streamed_there(demo, tmp_path, target):
+    """`--output /dev/stdout` made a temp file in /dev and renamed it over /dev/stdout (as
+    another user: "Permission denied"; as root the machine's /dev/stdout became a regular
+    file, so this test names it /dev/fd/1, which the old code could not rename over); `-` made
+    a file named `-`. Both are stdout now."""
+    r = run_cli("--quiet", "epoch", "403", "--offline", "-f", "json", "--output", target, db=demo,
+                cwd=tmp_path, process=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert json.loads(r.stdout)["epoch"] == 403 and list(tmp_path.iterdir()) == []
+
+
+def test_an_output_is_never_written_over_the_store(demo, tmp_path):
+    """`--output a.duckdb --db a.duckdb` overwrote the whole store with the report, exit 0.
+    Now one line, exit 2, the store as it was: by the same name, another name of the same
+    file (a hard link), `auditor sql`'s output, and report daily's textfile."""
+    import os
+    import shutil
+
+    from conftest import q
+
+    db = tmp_path / "a.duckdb"
+    shutil.copy(demo, db)
+    os.link(db, tmp_path / "same.duckdb")
+    before = q(db, "SELECT count(*) FROM log_events")
+    for args in (["epoch", "403", "--offline", "-f", "md", "--output", str(db)],
+                 ["epoch", "403", "--offline", "-f", "json", "--output", str(tmp_path / "same.duckdb")],
+                 ["sql", "SELECT 1 AS x", "-f", "csv", "--output", str(db)],
+                 ["report", "daily", "--offline", "--epoch", "403", "--out", str(tmp_path / "out"),
+                  "--prom-textfile", str(db)]):
+        line = one_line(run_cli("--quiet", *args, db=db), 2)
+        assert "is the store (--db" in line and "never written over it" in line, (args, line)
+        assert q(db, "SELECT count(*) FROM log_events") == before, args      # still the store, whole
+    assert q(db, "SELECT max(epoch) FROM chain_epochs")[0][0] == 403
+
+
+# -- --record: never overwritten, and a folder that cannot be one is one line (issue 35 #8, #18) --
+ACCOUNTING_REC = Path(__file__).resolve().parent.parent / "fixtures" / "accounting" / "v5"
+
+
+def _recorded(folder: Path) -> dict[str, str]:
+    return {f.name: f.read_text() for f in sorted((folder / "accounting").glob("*.json"))}
+
+
+def test_a_recording_never_overwrites_a_recorded_file(tmp_path):
+    """The next file's number was the count of files: after one was deleted, the next run
+    overwrote the last one. Now it follows the highest number, and a name taken is skipped."""
+    rec = tmp_path / "rec"
+    args = ("--quiet", "collect", "--replay", str(ACCOUNTING_REC), "--record", str(rec))
+    assert run_cli(*args, db=tmp_path / "a.duckdb").returncode == 0
+    first = _recorded(rec)
+    (rec / "accounting" / "000001.json").unlink()
+    del first["000001.json"]
+    assert run_cli(*args, db=tmp_path / "b.duckdb").returncode == 0
+    now = _recorded(rec)
+    assert {k: now[k] for k in first} == first and len(now) == len(first) + 3, sorted(now)
+
+
+def test_two_recordings_into_one_folder_at_once_keep_every_file(tmp_path):
+    """Two runs recording into one folder at once both counted the same files and wrote the
+    same names: 3 files left of 6. The loopback gateway holds each run's first answer until
+    both have asked (so both start recording before either has written). Names are taken
+    exclusively (a link that fails when the name exists): all 6 stay."""
+    import subprocess
+    import sys
+    from collections import Counter
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import urlsplit
+
+    from auditor.sources.replay import _key, load_recording
+
+    table, both = load_recording(ACCOUNTING_REC), threading.Barrier(2, timeout=30)
+
+    class Gateway(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            parts = urlsplit(self.path)
+            if parts.path == "/api/v1/epochs":
+                both.wait()
+            body = table[_key(parts.path, parts.query, None)][0]["body"].encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    rec = tmp_path / "rec"
+    try:
+        runs = [subprocess.Popen([sys.executable, "-m", "auditor", "--quiet", "--db", str(tmp_path / f"{i}.duckdb"),
+                                  "collect", "--accounting", f"http://127.0.0.1:{httpd.server_address[1]}",
+                                  "--rate", "0", "--record", str(rec)], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                for i in range(2)]
+        assert [r.wait(60) for r in runs] == [0, 0], [r.stderr.read() for r in runs]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    files = _recorded(rec)
+    assert len(files) == 6, sorted(files)
+    assert sorted(Counter(files.values()).values()) == [2, 2, 2]      # each answer, once per run
+
+
+def test_record_onto_a_file_or_a_read_only_folder_is_one_line(tmp_path, small_disk):
+    """--record onto a file, or into a read-only folder, was "internal error", exit 3."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    args = ("collect", "--replay", str(ACCOUNTING_REC), "--record")
+    line = one_line(run_cli(*args, str(afile), db=tmp_path / "a.duckdb"), 2)
+    assert f"cannot write --record {afile}/accounting: Not a directory" in line and afile.read_text() == "x", line
+    disk = small_disk(64, read_only=True)
+    line = one_line(run_cli(*args, str(disk), db=tmp_path / "a.duckdb"), 2)
+    assert f"cannot write --record {disk}/accounting" in line and "Read-only file system" in line, line
+
+
+# -- paths the tool reads: ~ and empty list entries (issue 35 #16, #31) ---------------------------
+def test_a_tilde_in_auditor_db_is_the_home_folder_for_every_command(tmp_path):
+    """AUDITOR_DB=~/x.duckdb: the collect wrote $HOME/x.duckdb (DuckDB expands ~ itself) and
+    made an empty ./~, while `sql` and the offline commands said "no database". ~ is now
+    expanded once, where every path option is read (flag, environment or auditor.toml)."""
+    from conftest import FIXTURES
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {"HOME": str(home), "AUDITOR_DB": "~/x.duckdb"}
+    log = str(FIXTURES / "hedging" / "small.log")
+    assert run_cli("--quiet", "collect", "--gateway-log", log, env=env, cwd=work).returncode == 0
+    r = run_cli("sql", "SELECT count(*) AS n FROM log_events", "-f", "csv", env=env, cwd=work)
+    assert r.returncode == 0 and r.stdout.split() == ["n", "335"], r.stderr
+    r = run_cli("--quiet", "hedging", "--offline", "--since", "2026-10-23T09:00:00", "--until", "2026-10-23T10:00:00",
+                "-f", "json", "--output", "~/h.json", env=env, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in home.iterdir()) == ["h.json", "x.duckdb"] and list(work.iterdir()) == []
+
+
+def test_an_empty_entry_in_auditor_gateway_log_is_no_path(tmp_path):
+    """AUDITOR_GATEWAY_LOG=":app.log" made the empty entry "." : "MISSING ." and exit 3 on
+    every run. Empty entries of a path list in the environment are dropped."""
+    from conftest import FIXTURES
+
+    log = str(FIXTURES / "hedging" / "small.log")
+    for value in (f":{log}", f"{log}:", f"{log}::"):
+        r = run_cli("collect", env={"AUDITOR_GATEWAY_LOG": value}, db=tmp_path / "a.duckdb")
+        assert r.returncode == 0 and "MISSING" not in r.stderr, r.stderr
+
+
+# -- auditor.toml: one found in the working directory reaches only its folder (issue 35 #10, #23) --
+def _bundle(tmp_path: Path, text: str) -> Path:
+    """A folder someone sent (an evidence bundle), holding an auditor.toml of theirs."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "auditor.toml").write_text(text)
+    return bundle
+
+
+@pytest.mark.parametrize("text, key", [
+    ('gateway_log = ["/etc/passwd"]\n', "gateway_log"),
+    ('gateway_log = ["../outside/*.log"]\n', "gateway_log"),
+    ('output = "../victim.txt"\n', "output"),
+    ('output = "link.txt"\n', "output"),                # a link inside the folder to a file outside
+    ('db = "~/x.duckdb"\n', "db"),
+    ('[report.daily]\nout = "../reports"\n', "report.daily.out"),
+])
+def test_a_working_directory_config_reaches_only_its_own_folder(tmp_path, text, key):
+    """An auditor.toml in the working directory was obeyed silently: in the probe its `output`
+    overwrote a file and its `gateway_log` read /etc/passwd into the store. Its paths now resolve
+    against its own folder and must stay inside it (links followed): one line, exit 2, nothing
+    read or written."""
+    bundle = _bundle(tmp_path, text)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (bundle / "link.txt").symlink_to(victim)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "a.log").write_text("x\n")
+    db = tmp_path / "a.duckdb"
+    for args in (["collect"], ["sql", "SELECT 1"], ["report", "daily", "--offline", "--epoch", "403"]):
+        line = one_line(run_cli(*args, db=db, cwd=bundle, env={"HOME": str(tmp_path / "home")}), 2)
+        assert f"{bundle / 'auditor.toml'}: {key} = " in line and f"is outside {bundle}" in line, line
+    assert victim.read_text() == "precious\n" and not db.exists()
+
+
+def test_a_config_is_named_on_stderr_and_keeps_its_reach_when_it_is_the_users(tmp_path):
+    """Every run names the config file it applied; one found in the working directory is named
+    under --quiet too (the user may not have written it), and its paths inside its folder work.
+    --config and ~/.config/auditor/auditor.toml keep full reach; --no-config reads none."""
+    from conftest import FIXTURES
+
+    log = FIXTURES / "hedging" / "small.log"
+    bundle = _bundle(tmp_path, 'gateway_log = ["logs/*.log"]\n')
+    (bundle / "logs").mkdir()
+    (bundle / "logs" / "app.log").write_bytes(log.read_bytes())
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": ""}
+    r = run_cli("--quiet", "collect", db=tmp_path / "a.duckdb", cwd=bundle, env=env)
+    assert r.returncode == 0 and r.stderr == (
+        f"auditor: config {bundle / 'auditor.toml'} (found in the working directory: its paths stay inside "
+        f"{bundle}; --no-config reads none)\n"), r.stderr
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'gateway_log = ["{log}"]\n')
+    r = run_cli("collect", "--config", str(mine), db=tmp_path / "b.duckdb", cwd=bundle, env=env)
+    assert r.returncode == 0 and r.stderr.startswith(f"auditor: config {mine}\n"), r.stderr
+    assert run_cli("--quiet", "collect", "--config", str(mine), db=tmp_path / "b.duckdb", env=env).stderr == ""
+    (home / ".config" / "auditor").mkdir(parents=True)
+    (home / ".config" / "auditor" / "auditor.toml").write_text(f'gateway_log = ["{log}"]\n')
+    r = run_cli("collect", db=tmp_path / "c.duckdb", cwd=tmp_path, env=env)
+    assert r.returncode == 0 and r.stderr.startswith(f"auditor: config {home}/.config/auditor/auditor.toml\n")
+    r = run_cli("collect", "--no-config", db=tmp_path / "d.duckdb", cwd=bundle, env=env)
+    assert r.returncode == 2 and "nothing to collect" in r.stderr and "config" not in r.stderr, r.stderr
+    line = one_line(run_cli("--no-config", "--config", str(mine), "collect", db=tmp_path / "d.duckdb", env=env), 2)
+    assert "--config and --no-config" in line, line
+
+
+def test_an_unreadable_config_folder_is_one_line_not_an_internal_error(tmp_path):
+    """An unreadable ~/.config gave "internal error: PermissionError" on every command. Now one
+    line says the file could not be looked for, and the command runs. (Root reads any folder:
+    the run drops the capabilities that let it.)"""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to make a folder unreadable to the run")
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / ".config").chmod(0)
+    caps = "-dac_override,-dac_read_search"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUDITOR_", "XDG_"))} | {"HOME": str(home)}
+    try:
+        r = subprocess.run(["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable, "-m", "auditor",
+                            "--quiet", "--db", str(tmp_path / "a.duckdb"), "collect", "--gateway-log",
+                            str(FIXTURES / "hedging" / "small.log")], env=env, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    finally:
+        (home / ".config").chmod(0o755)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == (f"auditor: cannot look for {home}/.config/auditor/auditor.toml: Permission denied; "
+                        "no config read from there (--no-config skips the look)\n"), r.stderr

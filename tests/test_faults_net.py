@@ -234,6 +234,47 @@ def test_a_broken_recording_is_one_line_and_exit_2(db, tmp_path, change, why, co
     assert why in line and "000001.json" in line, line
 
 
+@pytest.mark.parametrize("bad", ["fifo", "dev-zero", "oversized"])
+@pytest.mark.parametrize("command", ["replay", "serve"])
+def test_a_recorded_file_that_is_not_a_regular_file_or_too_big_is_one_line(db, tmp_path, bad, command):
+    """A FIFO named `x.json` in a recording hung `serve` and `--replay` with no message; a link
+    `x.json -> /dev/zero` grew the process by 4.5 GB in 6 s. A recording is read only as
+    regular files, each up to MAX_RECORDED (a sparse file one byte over it): one line, exit 2."""
+    import os
+
+    from auditor.sources.replay import MAX_RECORDED
+
+    rec = _broken_recording(tmp_path)
+    x = rec / "x.json"
+    if bad == "fifo":
+        os.mkfifo(x)
+    elif bad == "dev-zero":
+        x.symlink_to("/dev/zero")
+    else:
+        with open(x, "wb") as f:
+            f.truncate(MAX_RECORDED + 1)
+    args = ("collect", "-e", "403", "--replay", str(rec)) if command == "replay" else ("serve", str(rec))
+    try:
+        r = run_cli(*args, db=db, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the recording was loaded")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    why = {"fifo": "is a FIFO, not a recorded response", "dev-zero": "is a character device, not a recorded",
+           "oversized": "MiB, more than any recorded response holds"}[bad]
+    assert f"{x}" in r.stderr and why in r.stderr, r.stderr
+
+
+def test_replay_is_not_overridden_by_a_node_in_the_environment(db):
+    """With AUDITOR_NODE set (here a port where nothing listens), `collect --replay DIR` asked
+    the configured node instead of the recording: exit 3, nothing stored. The recording answers
+    for every URL source not typed on the command line."""
+    rec = FIXTURES / "chain" / "epoch-403"
+    env = {"AUDITOR_NODE": "http://127.0.0.1:9", "AUDITOR_ACCOUNTING": "http://127.0.0.1:9"}
+    r = run_cli("--quiet", "collect", "-e", "403", "--replay", str(rec), db=db, env=env)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert one(db, "SELECT count(*) FROM chain_epochs WHERE epoch = 403") == 1
+
+
 def test_every_shipped_recording_is_valid():
     from auditor.sources.replay import load_recording
 

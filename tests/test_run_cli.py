@@ -91,9 +91,10 @@ def test_cwd_is_the_runs(store, tmp_path):
     """cwd=: the run finds ./auditor.toml there (and the test's own directory is back after)."""
     import os
 
-    (tmp_path / "auditor.toml").write_text(f'db = "{store}"\noffline = true\n[misstest]\nformat = "json"\n')
+    # (its paths stay in its folder: the store is given as a flag)
+    (tmp_path / "auditor.toml").write_text('offline = true\n[misstest]\nformat = "json"\n')
     here = os.getcwd()
-    mine, theirs = (run_cli("misstest", "403", cwd=tmp_path, process=p) for p in (False, True))
+    mine, theirs = (run_cli("misstest", "403", db=store, cwd=tmp_path, process=p) for p in (False, True))
     assert os.getcwd() == here
     assert (mine.returncode, mine.stdout, mine.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
     assert mine.returncode == 0 and mine.stdout.startswith("{"), mine.stderr

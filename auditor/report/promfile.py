@@ -1,6 +1,6 @@
 """A report's findings and key figures as Prometheus metrics, for node_exporter's textfile
-collector. Written with the Prometheus client library's exposition code, atomically
-(``write_to_textfile`` writes a temp file beside the target, then renames it).
+collector. Written with the Prometheus client library's exposition code, atomically (a temp
+file beside the target, then a rename: ``render.write_atomic``), or in place on a FIFO or device.
 
 Metrics (gauges): the report's own, ``REPORT_METRICS`` below, then the ones each analysis
 declares in its registry record (``analyses/registry.py``), whose samples its module's
@@ -21,7 +21,6 @@ from typing import Any
 
 from ..analyses import registry as analyses
 from ..analyses.registry import Metric
-from ..errors import UsageError
 from ..result import SEVERITIES, Result
 
 REPORT_METRICS = (
@@ -104,18 +103,12 @@ def write_failed(path: Path, epoch: int | None, now: float | None = None) -> Non
 
 
 def write_registry(path: Path, reg: Any) -> None:
-    """A textfile (``report daily``'s, ``watch``'s) written atomically by the client library: a
-    temp file beside it, then a rename. A path that cannot be used is one line, exit 2; a full
+    """A textfile (``report daily``'s, ``watch``'s): the client library's exposition text,
+    written atomically (a temp file beside it, then a rename), or in place on a device, a FIFO
+    or ``-`` (``render.write_atomic``). A path that cannot be used is one line, exit 2; a full
     disk one line, exit 3 (``errors.cannot_write``)."""
-    from prometheus_client import write_to_textfile
+    from prometheus_client import generate_latest
 
-    from ..errors import cannot_write
+    from .render import write_atomic
 
-    path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"--prom-textfile {path} is a directory; give a file path")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_to_textfile(str(path), reg)
-    except OSError as exc:
-        raise cannot_write(f"--prom-textfile {path}", exc) from exc
+    write_atomic(Path(path), generate_latest(reg).decode("utf-8"), "--prom-textfile")

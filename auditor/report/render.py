@@ -240,8 +240,8 @@ def render(result: Result, fmt: str, view: View = View()) -> str:
 
 def emit(result: Result, fmt: str, output: Path | None = None, view: View = View()) -> None:
     """Print the report, or write it to ``output`` atomically (a temp file beside it, then
-    a rename), so a reader never sees half a report. JSON is written as it is made
-    (``json_pieces``)."""
+    a rename), so a reader never sees half a report; a device, a FIFO or ``-`` in place
+    (``write_all_atomic``). JSON is written as it is made (``json_pieces``)."""
     if fmt == "json":
         pieces = itertools.chain(json_pieces(result.to_json()), ["\n"])
         if output is not None:
@@ -258,26 +258,39 @@ def emit(result: Result, fmt: str, output: Path | None = None, view: View = View
         sys.stdout.write(render(result, fmt, view))
 
 
-def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+def write_atomic(path: Path, text: str | Iterable[str], flag: str | None = None) -> None:
     """Write ``text`` (or its pieces) to ``path`` as a whole or not at all: a temp file beside
-    it, then a rename. A failure is one line naming the path and the cause (errors.cannot_write)."""
-    write_all_atomic({Path(path): text})
+    it, then a rename; a device, a FIFO or ``-`` is written in place (``write_all_atomic``). A
+    failure is one line naming the path (after ``flag``, e.g. ``--prom-textfile``) and the cause
+    (errors.cannot_write)."""
+    write_all_atomic({Path(path): text}, flag)
 
 
-def write_all_atomic(files: dict[Path, str | Iterable[str]]) -> None:
+def write_all_atomic(files: dict[Path, str | Iterable[str]], flag: str | None = None) -> None:
     """Write every file or none: each text (or its pieces, written as they come) goes to a temp
     file beside its path (fsynced), and only when all are written are they renamed into place,
     so a full disk leaves the files as they were (``report daily``'s json, md and html come
-    together). Temp files are removed on any failure."""
+    together). Temp files are removed on any failure.
+
+    A path that is not a regular file (``paths.in_place``: ``-``, ``/dev/stdout``, a device, a
+    FIFO) is written in place, streamed, once the temp files are written: it is never replaced
+    nor removed. No path may be a store this process opened (``paths.not_a_store``)."""
+    from ..paths import in_place, not_a_store
+
+    named = f"{flag} " if flag else ""
+    streams = {path: text for path, text in files.items() if in_place(path)}
     for path in files:
-        if path.is_dir():
-            raise UsageError(f"{path} is a directory; give a file path")
+        if path not in streams and path.is_dir():
+            raise UsageError(f"{named}{path} is a directory; give a file path")
+        not_a_store(path, flag or "--output")
     umask = os.umask(0)
     os.umask(umask)
     temps: dict[Path, str] = {}
     path = next(iter(files))
     try:
         for path, text in files.items():
+            if path in streams:
+                continue
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, temps[path] = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             os.chmod(temps[path], 0o666 & ~umask)       # as an ordinary file, not mkstemp's 0600
@@ -286,15 +299,25 @@ def write_all_atomic(files: dict[Path, str | Iterable[str]]) -> None:
                 f.write(text) if isinstance(text, str) else f.writelines(text)
                 f.flush()
                 os.fsync(f.fileno())
+        for path, text in streams.items():
+            _write_in_place(path, text)
         for path, tmp in temps.items():
             os.replace(tmp, path)
     except OSError as exc:
         from ..errors import cannot_write
 
-        raise cannot_write(path, exc) from exc
+        raise cannot_write(f"{named}{path}", exc) from exc
     finally:
         for tmp in temps.values():      # what was renamed is no longer there
             Path(tmp).unlink(missing_ok=True)
+
+
+def _write_in_place(path: Path, text: str | Iterable[str]) -> None:
+    """Stream ``text`` into a device, a FIFO or stdout (``paths.open_in_place``)."""
+    from ..paths import open_in_place
+
+    with open_in_place(path) as f:
+        f.write(text) if isinstance(text, str) else f.writelines(text)
 
 
 def query_result(store, sql: str) -> Result:

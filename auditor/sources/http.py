@@ -316,9 +316,10 @@ class JsonClient:
             headers={"accept": "application/json", "accept-encoding": ", ".join(CODINGS_ASKED),
                      "user-agent": "auditor"}))
         if self.record_dir is not None:
+            from .replay import start_recording
+
             self.record_dir = Path(self.record_dir)
-            self.record_dir.mkdir(parents=True, exist_ok=True)
-            self._record_seq = len(list(self.record_dir.glob("*.json")))
+            self._record_seq = start_recording(self.record_dir)
 
     @property
     def shown(self) -> list[str]:
@@ -451,7 +452,8 @@ class JsonClient:
     def _record(self, path: str, query: str, height: int | None, answer: _Answer) -> None:
         if self.record_dir is None:
             return
-        self._record_seq += 1
+        from .replay import save_response
+
         entry = {
             "path": path,
             "query": query,
@@ -460,7 +462,4 @@ class JsonClient:
             "content_type": answer.content_type,
             "body": answer.text,
         }
-        out = self.record_dir / f"{self._record_seq:06d}.json"
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(entry, ensure_ascii=False, indent=1), encoding="utf-8")
-        tmp.replace(out)
+        self._record_seq = save_response(self.record_dir, self._record_seq + 1, entry)

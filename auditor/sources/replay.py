@@ -11,13 +11,19 @@ A recording is checked when it is loaded, before anything is served: every field
 right type, ``status`` an HTTP status (100-599), and ``content_type`` free of control
 characters, so a recorded value can never add a header (CR LF) to what is served. A file
 that fails is named with the reason (a usage error: the directory given is not a usable
-recording).
+recording). Recorded files are read only when they are regular files (a FIFO named ``x.json``
+is never opened, a link to /dev/zero never read), and only up to :data:`MAX_RECORDED` bytes.
+
+``--record`` writes them (:func:`save_response`): each file whole, under a name no other file
+has, so nothing recorded is ever overwritten.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import threading
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from ..errors import UsageError
+from ..errors import UsageError, cannot_write
 
 Key = tuple[str, str, str | None]
 
@@ -59,6 +65,32 @@ def _invalid(entry: object) -> str | None:
     return None
 
 
+# a recorded file holds one body of at most MAX_BODY (http.py), escaped as JSON: twice that
+# is every character escaped by a backslash; a real recorded file is a few MB
+MAX_RECORDED = 2 * 64 * 2**20 + 2**20
+
+
+def _read(f: Path) -> bytes:
+    """A recorded file's bytes: read only from a regular file (a FIFO named ``x.json`` would
+    hang the load, a link to /dev/zero would grow without end), and only up to MAX_RECORDED."""
+    import stat
+
+    from ..paths import kind
+
+    try:
+        fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        raise UsageError(f"{f}: cannot read it: {exc.strerror or exc}") from None
+    with open(fd, "rb") as stream:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{f} is {kind(st.st_mode)}, not a recorded response (a recording is regular files)")
+        data = stream.read(MAX_RECORDED + 1)
+    if len(data) > MAX_RECORDED:
+        raise UsageError(f"{f} is over {MAX_RECORDED // 2**20} MiB, more than any recorded response holds")
+    return data
+
+
 def load_recording(directories: Sequence[Path | str] | Path | str) -> dict[Key, list[dict]]:
     """Index the recorded responses of one or several directories (searched recursively)."""
     dirs = [Path(directories)] if isinstance(directories, (str, Path)) else [Path(d) for d in directories]
@@ -71,13 +103,51 @@ def load_recording(directories: Sequence[Path | str] | Path | str) -> dict[Key, 
             raise UsageError(f"{directory} holds no recorded responses")
         for f in files:
             try:
-                entry = json.loads(f.read_text(encoding="utf-8"))
+                entry = json.loads(_read(f).decode("utf-8"))
             except (ValueError, UnicodeDecodeError) as exc:
                 raise UsageError(f"{f} is not a recorded response ({str(exc).splitlines()[0][:120]})") from exc
             if why := _invalid(entry):
                 raise UsageError(f"{f} is not a recorded response: {why}")
             table[_key(entry["path"], entry.get("query") or "", entry.get("height"))].append(entry)
     return dict(table)
+
+
+def start_recording(directory: Path) -> int:
+    """Make ``--record``'s ``directory`` (or take it as it is) and return the number after the
+    highest recorded file's in it, so that a new recording follows the old one's order. A path
+    that cannot be a recording folder (a file, a read-only folder) is one line naming it."""
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--record {directory} is not a directory; give a folder for the recording")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+        return max((int(f.stem) for f in directory.glob("*.json") if f.stem.isdigit()), default=0)
+    except OSError as exc:
+        raise cannot_write(f"--record {directory}", exc) from exc
+
+
+def save_response(directory: Path, seq: int, entry: dict) -> int:
+    """Write one recorded response as ``NNNNNN.json`` under ``directory``, the first free
+    number from ``seq`` on, and return it. A file is made whole (a temp file) and then
+    linked to its name, which fails if the name exists: a recorded file is never overwritten,
+    whoever made it (another run recording into the same folder at once, or one whose files
+    were partly deleted), and each run's own files stay in its order."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(entry, ensure_ascii=False, indent=1))
+            while True:
+                try:
+                    os.link(tmp, directory / f"{seq:06d}.json")
+                    return seq
+                except FileExistsError:
+                    seq += 1
+        finally:
+            os.unlink(tmp)
+    except OSError as exc:
+        raise cannot_write(f"--record {directory}", exc) from exc
 
 
 class ReplayServer:
