@@ -698,8 +698,10 @@ def _duck_frame(sql: str, frame):
 
 def _unwrap_docker_json(df):
     """Docker json-file records: the logged line, with the record's time as a Docker
-    prefix (which is what parse_line makes of them), marked ``unwrapped``. Records that do
-    not fit the strict shape (or hold several lines) stay as they are, for parse_line."""
+    prefix (which is what parse_line makes of them), marked ``unwrapped``. A Docker prefix
+    inside the logged line (``docker logs --timestamps`` output that was logged again) is
+    dropped: the record's time wins, as in parse_line. Records that do not fit the strict
+    shape (or hold several lines) stay as they are, for parse_line."""
     import polars as pl
 
     w = df["line"].str.contains(WRAP_RE).fill_null(False)
@@ -707,7 +709,7 @@ def _unwrap_docker_json(df):
         return df.with_columns(unwrapped=pl.lit(False))
     sub = df.filter(w)
     rec = sub["line"].str.json_decode(pl.Struct({"log": pl.String, "time": pl.String}))
-    inner = rec.struct.field("log").str.strip_suffix("\n")
+    inner = rec.struct.field("log").str.strip_suffix("\n").str.replace(f"^{D_RE} ", "")
     ok = ~inner.str.contains("[\r\n]").fill_null(True)
     synth = pl.select(pl.when(pl.lit(ok)).then(pl.concat_str([rec.struct.field("time"), pl.lit(" "), inner]))
                       .otherwise(pl.lit(sub["line"]))).to_series()
