@@ -502,6 +502,7 @@ D_FMT = "%Y-%m-%dT%H:%M:%S%.f%#z"
 G_FMT = "%Y/%m/%d %H:%M:%S%.f"
 
 
+BOM = b"\xef\xbb\xbf"       # a UTF-8 byte order mark (some editors and Windows tools start a file with one)
 VECTOR_MIN_LINES = 100     # the lines the compiled tokenizer leaves go to polars when there are this many
 LIFT_IN_PYTHON = 500       # text rows up to this many have their keys lifted in Python, not DuckDB
 
@@ -777,7 +778,12 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
     :func:`parse_line` (for tests).
 
     It never raises on what the block holds: when parsing fails unexpectedly, the block is
-    parsed again in halves, down to the line that fails, which is rejected (``parse_error``)."""
+    parsed again in halves, down to the line that fails, which is rejected (``parse_error``).
+
+    A UTF-8 byte order mark at the start of the file (``base_off`` 0) is not part of its
+    first line: that line starts after it, at byte 3."""
+    if base_off == 0 and block[:3] == BOM:
+        block, base_off = block[3:], 3
     try:
         res = _parse_block(block, base_line, base_off, vectorised, compiled)
     except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
