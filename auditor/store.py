@@ -122,6 +122,7 @@ class Store:
             elif not p.exists():
                 raise StoreError(f"no database at {p}; run `auditor collect` first")
         self.threads = thread_count()      # with more than one, an epoch report runs two analyses at once
+        self.memory_limit = memory_limit()  # both checked before the store is opened
         try:
             self.con = _connect(self.path, read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
@@ -171,10 +172,10 @@ class Store:
         large joins and aggregates spill to ``<db>.tmp``), so that DuckDB's part of a command
         over a busy day is bounded whatever the machine's RAM; threads, ``thread_count()``.
         ``$AUDITOR_MEMORY_LIMIT`` (a DuckDB size, e.g. ``4GB``) overrides the first."""
-        limit = memory_limit()
         try:
-            self.con.execute(f"SET memory_limit = '{limit}'")
-            self.con.execute(f"SET threads = {self.threads}")
+            # values, not SQL: bound as parameters
+            self.con.execute("SET memory_limit = ?", [self.memory_limit])
+            self.con.execute("SET threads = ?", [self.threads])
         except duckdb.Error as exc:
             self.con.close()
             raise UsageError(f"AUDITOR_MEMORY_LIMIT / AUDITOR_THREADS: {str(exc).splitlines()[0]}") from exc
@@ -670,9 +671,22 @@ def thread_count() -> int:
         return os.cpu_count() or 1
 
 
+# a size as DuckDB's memory_limit reads it, and only that: a positive number and a unit
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(?:[KMGT]i?B)\s*", re.IGNORECASE)
+
+
 def memory_limit() -> str:
-    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT``, else MEMORY_LIMIT."""
-    return os.environ.get("AUDITOR_MEMORY_LIMIT") or MEMORY_LIMIT
+    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT`` (a positive size:
+    a number and KB, MB, GB, TB or KiB … TiB), else MEMORY_LIMIT. A value DuckDB would read
+    otherwise (``-1GB`` lifts the limit) is a usage error; it is never part of SQL's text."""
+    given = os.environ.get("AUDITOR_MEMORY_LIMIT")
+    if not given:
+        return MEMORY_LIMIT
+    m = _SIZE.fullmatch(given)
+    if not m or float(m[1]) <= 0:
+        raise UsageError(f"AUDITOR_MEMORY_LIMIT={given!r}: give a size such as 4GB "
+                         "(a number above 0 and KB, MB, GB, TB, KiB, MiB, GiB or TiB)")
+    return given.strip()
 
 
 def _literal(v: str | bool) -> str:
