@@ -548,11 +548,18 @@ def sql(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
         help="Write the result to FILE (atomically) instead of stdout.")] = None,
+    allow_files: Annotated[bool, typer.Option("--allow-files",
+        help="Let the query read and write files as DuckDB does (COPY ... TO, read_csv, read_text, "
+             "ATTACH); the store itself stays read-only.")] = False,
 ) -> None:
     """Run a query against the store and print the result.
 
-    The views over the gateway logs that analyses keep as tables (hedge_races, log_requests,
-    ...) are read from those tables while they are up to date with the stored log.
+    Read-only: the store is opened read-only, the query reads and writes no other file
+    (unless --allow-files) and cannot change DuckDB's settings. Rows are written as they are
+    fetched (table, md and html show the first 10,000). An older auditor's store is brought
+    up to date first. The views over the gateway logs that analyses keep as tables
+    (hedge_races, log_requests, ...) are read from those tables while they are up to date
+    with the stored log.
 
     \b
     Example:
@@ -562,10 +569,44 @@ def sql(
     from .report import render
     from .store import Store
 
-    with Store(_db(), read_only=True) as store:
+    db = _db()
+    store = Store(db, read_only=True)
+    behind = _behind(store)
+    if behind:
+        store.close()
+        _bring_up_to_date(db, behind)
+        store = Store(db, read_only=True)
+    with store:
         store.read_kept()
-        result = render.query_result(store, query)
-    render.emit(result, fmt.value, output)
+        store.lock_down(files=allow_files)
+        # written while the store is open: the rows are fetched as they are written
+        render.emit(render.query_result(store, query, fmt.value), fmt.value, output)
+
+
+def _behind(store) -> str | None:
+    try:
+        return store.behind()
+    except BaseException:
+        store.close()
+        raise
+
+
+def _bring_up_to_date(db: Path, behind: str) -> None:
+    """An older auditor's store, for ``sql``: brought up to date as every command that writes
+    to it does (its migrations, views and line tables), so that the tables this auditor
+    documents are there; said on stderr. When it cannot be (a read-only file, another
+    process writing), the query runs on it as it is, and that is said."""
+    from .errors import StoreError, UsageError
+    from .store import Store
+
+    progress = _progress()
+    try:
+        Store(db, progress=progress).close()
+    except (StoreError, UsageError) as exc:
+        progress.log(f"{db} is an older auditor's store ({behind}) and could not be brought up to date ({exc}): "
+                     "the tables and views it lacks will not be found")
+        return
+    progress.log(f"{db} was an older auditor's store ({behind}): brought up to date first")
 
 
 @app.command()

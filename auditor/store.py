@@ -265,11 +265,7 @@ class Store:
         time) and drop views that are no longer defined there. A view that reads another
         (its file names it) is defined after it."""
         files = _sql_files("views")
-        # the line tables the views read count too, and how their kept tables are brought up to
-        # date: a derived table follows all three (derived_state), and is built whole again when
-        # one changes
-        digest = hashlib.sha256(json.dumps([files, line_tables(), _refresh_scripts()], sort_keys=True)
-                                .encode()).hexdigest()
+        digest = _views_digest()
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
         if self._one("SELECT digest FROM schema_views") == (digest,):
             return
@@ -545,10 +541,35 @@ class Store:
         self._count(_sql_key(sql))
         return self._rows(sql, params)
 
-    def table(self, sql: str) -> tuple[list[str], list[dict[str, Any]]]:
-        """The columns and rows of ``sql`` (``auditor sql``: the columns even when no row comes)."""
+    def cursor(self, sql: str) -> duckdb.DuckDBPyConnection:
+        """``sql`` run, its rows not fetched (``auditor sql`` takes them a chunk at a time)."""
         self._count(_sql_key(sql))
-        return self._table(sql, None)
+        return self.con.execute(sql)
+
+    def lock_down(self, *, files: bool = False) -> None:
+        """For ``auditor sql``, on a store opened read-only: no file other than the store is
+        read or written (DuckDB's ``enable_external_access`` off: COPY … TO, read_text,
+        read_csv, ATTACH, EXPORT, extensions), unless ``files``; and no setting can be changed
+        afterwards (``lock_configuration``), so that the query's own SET cannot undo it, nor
+        lift the memory limit."""
+        if not files:
+            self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
+
+    def behind(self) -> str | None:
+        """What makes a store an older auditor's (schema versions not applied, views of older
+        definitions): what a command that writes to it brings up to date. None when current,
+        and for a DuckDB file no auditor made (no schema_migrations): that is not ours to change."""
+        tables = {t for (t,) in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")
+                  .fetchall()}
+        if "schema_migrations" not in tables:
+            return None
+        done = {v for (v,) in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        missing = [f.stem for f in _migration_files() if int(f.name[:3]) not in done]
+        why = [f"schema migrations not applied: {', '.join(missing)}"] if missing else []
+        if "schema_views" not in tables or self._one("SELECT digest FROM schema_views") != (_views_digest(),):
+            why.append("views of an older auditor")
+        return "; ".join(why) or None
 
     def _count(self, key: str) -> None:
         with self._counting:
@@ -699,6 +720,14 @@ def _as_text(v: Any) -> str:
     if isinstance(v, (list, tuple, dict)):
         return json.dumps(v, default=str)
     return str(v)
+
+
+def _views_digest() -> str:
+    """The digest of the views' definitions (queries/views/). The line tables the views read
+    count too, and how their kept tables are brought up to date: a derived table follows all
+    three (derived_state), and is built whole again when one changes."""
+    return hashlib.sha256(json.dumps([_sql_files("views"), line_tables(), _refresh_scripts()], sort_keys=True)
+                          .encode()).hexdigest()
 
 
 def _dependency_order(views: Mapping[str, str]) -> list[str]:

@@ -435,7 +435,8 @@ COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`"
 COMMANDS_AFTER = [
     ("report daily", "`auditor report daily --out DIR [--date D] [--fail-on L] [--prom-textfile PATH]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
-    ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE]`", "query the store"),
+    ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE] [--allow-files]`",
+     "query the store, read-only: no other file read or written unless `--allow-files`, no setting changed"),
     ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
 ]
 
