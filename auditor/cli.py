@@ -569,44 +569,9 @@ def sql(
     from .report import render
     from .store import Store
 
-    db = _db()
-    store = Store(db, read_only=True)
-    behind = _behind(store)
-    if behind:
-        store.close()
-        _bring_up_to_date(db, behind)
-        store = Store(db, read_only=True)
-    with store:
-        store.read_kept()
-        store.lock_down(files=allow_files)
+    with Store.for_query(_db(), files=allow_files, progress=_progress()) as store:
         # written while the store is open: the rows are fetched as they are written
         render.emit(render.query_result(store, query, fmt.value), fmt.value, output)
-
-
-def _behind(store) -> str | None:
-    try:
-        return store.behind()
-    except BaseException:
-        store.close()
-        raise
-
-
-def _bring_up_to_date(db: Path, behind: str) -> None:
-    """An older auditor's store, for ``sql``: brought up to date as every command that writes
-    to it does (its migrations, views and line tables), so that the tables this auditor
-    documents are there; said on stderr. When it cannot be (a read-only file, another
-    process writing), the query runs on it as it is, and that is said."""
-    from .errors import StoreError, UsageError
-    from .store import Store
-
-    progress = _progress()
-    try:
-        Store(db, progress=progress).close()
-    except (StoreError, UsageError) as exc:
-        progress.log(f"{db} is an older auditor's store ({behind}) and could not be brought up to date ({exc}): "
-                     "the tables and views it lacks will not be found")
-        return
-    progress.log(f"{db} was an older auditor's store ({behind}): brought up to date first")
 
 
 @app.command()

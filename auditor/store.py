@@ -546,6 +546,35 @@ class Store:
         self._count(_sql_key(sql))
         return self.con.execute(sql)
 
+    @classmethod
+    def for_query(cls, path: str | Path, *, files: bool = False, progress: Any = None) -> "Store":
+        """The store as ``auditor sql`` reads it: read-only, locked down (``lock_down``), the
+        views whose kept tables are up to date read from them (``read_kept``). An older
+        auditor's store (``behind``) is brought up to date first, as every command that writes
+        to it does (its migrations, views and line tables), and ``progress`` says so; when it
+        cannot be (a read-only file, another process writing), it is read as it is, and that
+        is said."""
+        store = cls(path, read_only=True)
+        try:
+            behind = store.behind()
+            if behind:
+                store.close()
+                try:
+                    cls(path, progress=progress).close()
+                    note = f"{path} was an older auditor's store ({behind}): brought up to date first"
+                except (StoreError, UsageError) as exc:
+                    note = (f"{path} is an older auditor's store ({behind}) and could not be brought up to date "
+                            f"({exc}): the tables and views it lacks will not be found")
+                if progress is not None:
+                    progress.log(note)
+                store = cls(path, read_only=True)
+            store.read_kept()
+            store.lock_down(files=files)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
     def lock_down(self, *, files: bool = False) -> None:
         """For ``auditor sql``, on a store opened read-only: no file other than the store is
         read or written (DuckDB's ``enable_external_access`` off: COPY … TO, read_text,
