@@ -98,6 +98,19 @@ def test_random_and_mutated_lines(lines, final_newline):
     check_block(b"\n".join(lines) + (b"\n" if final_newline else b""))
 
 
+@SETTINGS
+@given(st.lists(LINE, min_size=1, max_size=25), st.booleans())
+def test_a_byte_order_mark_at_the_file_start_changes_only_the_offsets(lines, final_newline):
+    """Issue 35, 24: a UTF-8 BOM at byte 0 of a file is not part of its first line: the block
+    with it parses, on every path, to the rows of the block without it, 3 bytes further on."""
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    marked = b"\xef\xbb\xbf" + data
+    check_block(marked)
+    plain, got = parse_block(data), parse_block(marked)
+    assert got.rejects == plain.rejects
+    assert {n: r[:8] + (r[8] + 3,) + r[9:] for n, r in rows(plain).items()} == rows(got)
+
+
 # -- the lines the compiled tokenizer takes, and their near misses ------------------------------
 def _two(lo: int, hi: int):
     return st.integers(lo, hi).map(lambda v: f"{v:02d}")

@@ -76,7 +76,8 @@ TOKENS = [b'"', b"\\", b"=", b" ", b"  ", b"\t", b"\r", b"\n", b"\x00", b"\x7f",
           b"stage=", b"request=", b" escrow=", b" nonce=", b" host=", b"-9223372036854775808",
           b"9223372036854775808", b"18446744073709551616", b"2026/02/29 ", b"2024/02/29 23:59:59 ",
           b"2026-09-30T11:02:47.123456789Z ", b"1970/01/01 00:00:00 ", b"9999/12/31 23:59:59.999999 ",
-          b"+23:59 ", b"-00:30", b".1234567890", b"\\u0000", b'{"log":"', b'","stream":"stderr","time":"']
+          b"+23:59 ", b"-00:30", b".1234567890", b"\\u0000", b'{"log":"', b'","stream":"stderr","time":"',
+          b"\xef\xbb\xbf"]
 
 
 def corpus_blocks(folder: Path = CORPUS) -> list[tuple[Path, bytes, int, int]]:
