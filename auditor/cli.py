@@ -615,11 +615,18 @@ def sql(
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
         help="Write the result to FILE (atomically; a device, a FIFO or - in place) instead of stdout.")] = None,
+    allow_files: Annotated[bool, typer.Option("--allow-files",
+        help="Let the query read and write files as DuckDB does (COPY ... TO, read_csv, read_text, "
+             "ATTACH); the store itself stays read-only.")] = False,
 ) -> None:
     """Run a query against the store and print the result.
 
-    The views over the gateway logs that analyses keep as tables (hedge_races, log_requests,
-    ...) are read from those tables while they are up to date with the stored log.
+    Read-only: the store is opened read-only, the query reads and writes no other file
+    (unless --allow-files) and cannot change DuckDB's settings. Rows are written as they are
+    fetched (table, md and html show the first 10,000). An older auditor's store is brought
+    up to date first. The views over the gateway logs that analyses keep as tables
+    (hedge_races, log_requests, ...) are read from those tables while they are up to date
+    with the stored log.
 
     \b
     Example:
@@ -629,10 +636,9 @@ def sql(
     from .report import render
     from .store import Store
 
-    with Store(_db(), read_only=True) as store:
-        store.read_kept()
-        result = render.query_result(store, query)
-    render.emit(result, fmt.value, output)
+    with Store.for_query(_db(), files=allow_files, progress=_progress()) as store:
+        # written while the store is open: the rows are fetched as they are written
+        render.emit(render.query_result(store, query, fmt.value), fmt.value, output)
 
 
 @app.command()

@@ -76,12 +76,16 @@ class Stream:
     """A long list in a result's data that the result does not hold: its ``count`` items are
     made when the JSON writer reaches them, a page at a time (``hedging --all-races``: every
     race of a busy day, 220 k of them, a gigabyte as Python objects). ``pages()`` yields lists
-    of items; it reads the store, so the result is written before the store is closed."""
+    of items; it reads the store, so the result is written before the store is closed.
+    ``count`` None: not known until the last page (``auditor sql``'s rows, fetched a chunk at
+    a time); the JSON writer then writes the list as it comes, and it can be read once."""
 
-    def __init__(self, count: int, pages: Callable[[], Iterator[list[Any]]]) -> None:
+    def __init__(self, count: int | None, pages: Callable[[], Iterator[list[Any]]]) -> None:
         self.count, self._pages = count, pages
 
     def __len__(self) -> int:
+        if self.count is None:
+            raise TypeError("a Stream of rows not counted yet has no length")
         return self.count
 
     def __iter__(self) -> Iterator[Any]:
@@ -89,7 +93,7 @@ class Stream:
         for page in self._pages():
             made += len(page)
             yield from page
-        if made != self.count:      # the list would contradict the count written beside it
+        if self.count is not None and made != self.count:   # it would contradict the count written beside it
             raise RuntimeError(f"a streamed list made {made} items, not the {self.count} it announced")
 
 

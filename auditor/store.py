@@ -123,6 +123,7 @@ class Store:
             elif not p.exists():
                 raise StoreError(f"no database at {p}; run `auditor collect` first")
         self.threads = thread_count()      # with more than one, an epoch report runs two analyses at once
+        self.memory_limit = memory_limit()  # both checked before the store is opened
         try:
             self.con = _connect(self.path, read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
@@ -173,10 +174,10 @@ class Store:
         large joins and aggregates spill to ``<db>.tmp``), so that DuckDB's part of a command
         over a busy day is bounded whatever the machine's RAM; threads, ``thread_count()``.
         ``$AUDITOR_MEMORY_LIMIT`` (a DuckDB size, e.g. ``4GB``) overrides the first."""
-        limit = memory_limit()
         try:
-            self.con.execute(f"SET memory_limit = '{limit}'")
-            self.con.execute(f"SET threads = {self.threads}")
+            # values, not SQL: bound as parameters
+            self.con.execute("SET memory_limit = ?", [self.memory_limit])
+            self.con.execute("SET threads = ?", [self.threads])
         except duckdb.Error as exc:
             self.con.close()
             raise UsageError(f"AUDITOR_MEMORY_LIMIT / AUDITOR_THREADS: {str(exc).splitlines()[0]}") from exc
@@ -266,11 +267,7 @@ class Store:
         time) and drop views that are no longer defined there. A view that reads another
         (its file names it) is defined after it."""
         files = _sql_files("views")
-        # the line tables the views read count too, and how their kept tables are brought up to
-        # date: a derived table follows all three (derived_state), and is built whole again when
-        # one changes
-        digest = hashlib.sha256(json.dumps([files, line_tables(), _refresh_scripts()], sort_keys=True)
-                                .encode()).hexdigest()
+        digest = _views_digest()
         self.con.execute("CREATE TABLE IF NOT EXISTS schema_views (digest VARCHAR NOT NULL)")
         if self._one("SELECT digest FROM schema_views") == (digest,):
             return
@@ -546,10 +543,64 @@ class Store:
         self._count(_sql_key(sql))
         return self._rows(sql, params)
 
-    def table(self, sql: str) -> tuple[list[str], list[dict[str, Any]]]:
-        """The columns and rows of ``sql`` (``auditor sql``: the columns even when no row comes)."""
+    def cursor(self, sql: str) -> duckdb.DuckDBPyConnection:
+        """``sql`` run, its rows not fetched (``auditor sql`` takes them a chunk at a time)."""
         self._count(_sql_key(sql))
-        return self._table(sql, None)
+        return self.con.execute(sql)
+
+    @classmethod
+    def for_query(cls, path: str | Path, *, files: bool = False, progress: Any = None) -> "Store":
+        """The store as ``auditor sql`` reads it: read-only, locked down (``lock_down``), the
+        views whose kept tables are up to date read from them (``read_kept``). An older
+        auditor's store (``behind``) is brought up to date first, as every command that writes
+        to it does (its migrations, views and line tables), and ``progress`` says so; when it
+        cannot be (a read-only file, another process writing), it is read as it is, and that
+        is said."""
+        store = cls(path, read_only=True)
+        try:
+            behind = store.behind()
+            if behind:
+                store.close()
+                try:
+                    cls(path, progress=progress).close()
+                    note = f"{path} was an older auditor's store ({behind}): brought up to date first"
+                except (StoreError, UsageError) as exc:
+                    note = (f"{path} is an older auditor's store ({behind}) and could not be brought up to date "
+                            f"({exc}): the tables and views it lacks will not be found")
+                if progress is not None:
+                    progress.log(note)
+                store = cls(path, read_only=True)
+            store.read_kept()
+            store.lock_down(files=files)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def lock_down(self, *, files: bool = False) -> None:
+        """For ``auditor sql``, on a store opened read-only: no file other than the store is
+        read or written (DuckDB's ``enable_external_access`` off: COPY … TO, read_text,
+        read_csv, ATTACH, EXPORT, extensions), unless ``files``; and no setting can be changed
+        afterwards (``lock_configuration``), so that the query's own SET cannot undo it, nor
+        lift the memory limit."""
+        if not files:
+            self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
+
+    def behind(self) -> str | None:
+        """What makes a store an older auditor's (schema versions not applied, views of older
+        definitions): what a command that writes to it brings up to date. None when current,
+        and for a DuckDB file no auditor made (no schema_migrations): that is not ours to change."""
+        tables = {t for (t,) in self.con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'")
+                  .fetchall()}
+        if "schema_migrations" not in tables:
+            return None
+        done = {v for (v,) in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        missing = [f.stem for f in _migration_files() if int(f.name[:3]) not in done]
+        why = [f"schema migrations not applied: {', '.join(missing)}"] if missing else []
+        if "schema_views" not in tables or self._one("SELECT digest FROM schema_views") != (_views_digest(),):
+            why.append("views of an older auditor")
+        return "; ".join(why) or None
 
     def _count(self, key: str) -> None:
         with self._counting:
@@ -679,9 +730,22 @@ def thread_count() -> int:
         return os.cpu_count() or 1
 
 
+# a size as DuckDB's memory_limit reads it, and only that: a positive number and a unit
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(?:[KMGT]i?B)\s*", re.IGNORECASE)
+
+
 def memory_limit() -> str:
-    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT``, else MEMORY_LIMIT."""
-    return os.environ.get("AUDITOR_MEMORY_LIMIT") or MEMORY_LIMIT
+    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT`` (a positive size:
+    a number and KB, MB, GB, TB or KiB … TiB), else MEMORY_LIMIT. A value DuckDB would read
+    otherwise (``-1GB`` lifts the limit) is a usage error; it is never part of SQL's text."""
+    given = os.environ.get("AUDITOR_MEMORY_LIMIT")
+    if not given:
+        return MEMORY_LIMIT
+    m = _SIZE.fullmatch(given)
+    if not m or float(m[1]) <= 0:
+        raise UsageError(f"AUDITOR_MEMORY_LIMIT={given!r}: give a size such as 4GB "
+                         "(a number above 0 and KB, MB, GB, TB, KiB, MiB, GiB or TiB)")
+    return given.strip()
 
 
 def _literal(v: str | bool) -> str:
@@ -694,6 +758,14 @@ def _as_text(v: Any) -> str:
     if isinstance(v, (list, tuple, dict)):
         return json.dumps(v, default=str)
     return str(v)
+
+
+def _views_digest() -> str:
+    """The digest of the views' definitions (queries/views/). The line tables the views read
+    count too, and how their kept tables are brought up to date: a derived table follows all
+    three (derived_state), and is built whole again when one changes."""
+    return hashlib.sha256(json.dumps([_sql_files("views"), line_tables(), _refresh_scripts()], sort_keys=True)
+                          .encode()).hexdigest()
 
 
 def _dependency_order(views: Mapping[str, str]) -> list[str]:

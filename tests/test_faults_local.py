@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import FIXTURES, run_cli
 
 
 def one_line(r, code: int) -> str:
@@ -47,6 +47,26 @@ def test_a_thread_count_that_is_not_one_or_more_is_a_usage_error(threads, tmp_pa
                             env={"AUDITOR_THREADS": threads}), 2)
     assert f"AUDITOR_THREADS={threads!r}" in line and "1 or more" in line, line
     assert not (tmp_path / "a.duckdb").exists()         # said before any store is made
+
+
+@pytest.mark.parametrize("limit", ["1GB'; COPY (SELECT 42) TO '{out}'; SELECT '", "-1GB", "0GB", "1GB; x", "lots",
+                                   "1,5GB", "80%"])
+def test_a_memory_limit_that_is_not_a_size_is_a_usage_error(limit, tmp_path):
+    """Issue 35, 21: AUDITOR_MEMORY_LIMIT was pasted into SET's text, so a quote in it ran any
+    SQL (a COPY to a file, on every command), and -1GB lifted the limit. Now a positive size or
+    one line, exit 2, before any store is opened; a command with a valid one runs as before."""
+    from conftest import q
+
+    db, out = tmp_path / "a.duckdb", tmp_path / "x"
+    assert run_cli("collect", "--gateway-log", str(FIXTURES / "hedging" / "small.log"), db=db).returncode == 0
+    for args in (["sql", "SELECT 1"], ["collect", "--gateway-log", "x.log"]):
+        line = one_line(run_cli(*args, db=db, env={"AUDITOR_MEMORY_LIMIT": limit.format(out=out)}), 2)
+        assert line.startswith("auditor: error: AUDITOR_MEMORY_LIMIT=") and "give a size such as 4GB" in line, line
+        assert not out.exists()
+    assert q(db, "SELECT count(*) FROM log_files") == [(1,)]
+    r = run_cli("sql", "SELECT current_setting('memory_limit') AS m", "--format", "csv", db=db,
+                env={"AUDITOR_MEMORY_LIMIT": " 512MiB "})
+    assert r.returncode == 0 and r.stdout == "m\n512.0 MiB\n", (r.stdout, r.stderr)
 
 
 def test_nan_from_the_environment_is_a_usage_error(tmp_path):

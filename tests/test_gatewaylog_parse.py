@@ -98,6 +98,19 @@ def test_random_and_mutated_lines(lines, final_newline):
     check_block(b"\n".join(lines) + (b"\n" if final_newline else b""))
 
 
+@SETTINGS
+@given(st.lists(LINE, min_size=1, max_size=25), st.booleans())
+def test_a_byte_order_mark_at_the_file_start_changes_only_the_offsets(lines, final_newline):
+    """Issue 35, 24: a UTF-8 BOM at byte 0 of a file is not part of its first line: the block
+    with it parses, on every path, to the rows of the block without it, 3 bytes further on."""
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    marked = b"\xef\xbb\xbf" + data
+    check_block(marked)
+    plain, got = parse_block(data), parse_block(marked)
+    assert got.rejects == plain.rejects
+    assert {n: r[:8] + (r[8] + 3,) + r[9:] for n, r in rows(plain).items()} == rows(got)
+
+
 # -- the lines the compiled tokenizer takes, and their near misses ------------------------------
 def _two(lo: int, hi: int):
     return st.integers(lo, hi).map(lambda v: f"{v:02d}")
@@ -309,6 +322,33 @@ def test_docker_time_with_a_lone_surrogate_is_rejected():
     line = b'{"log":"2026/09/30 11:02:47 stage=x a=1\\n","stream":"stderr","time":"2026-09-30T11:21\\ud800:48Z"}'
     check_block(line + b"\n")
     assert parse_block(line + b"\n").rejected == {"bad_json": 1}
+
+
+@pytest.mark.parametrize("n", [1, 150])
+def test_docker_json_record_around_a_docker_prefixed_line(n):
+    """Issue 35, 33: a json-file record whose logged line has its own Docker prefix (and a
+    Go one) is a gateway line (gateway-logs.md 1.5: each prefix is optional, in order); the
+    record's time wins. The vectorised path (150 lines) read it as not_gateway."""
+    inner = (b"2026-09-30T11:02:47.123456789Z 2026/09/30 08:03:27 stage=nonce_disposition escrow=97403 nonce=66 "
+             b"trace_id=\\\"\\\"")
+    line = b'{"log":"' + inner + b'\\n","stream":"stderr","time":"2026-09-30T08:03:27.316245939Z"}'
+    data = b"\n".join([line] * n) + b"\n"
+    check_block(data)
+    res = parse_block(data)
+    assert res.parsed == n and not res.rejects
+    assert {(r[1], str(r[4]), r[5]) for r in rows(res).values()} == {
+        ("nonce_disposition", "2026-09-30 08:03:27.316245+00:00", gatewaylog_parse.TS_SOURCE_CODES["docker"])}
+
+
+def test_fuzz_corpus_blocks_agree():
+    """Every block the fuzzer ever found (tests/fuzz/corpus/, with its bases): the compiled,
+    polars-only and reference paths agree (fuzz_logscan.py runs them under ASan too)."""
+    from fuzz.fuzz_logscan import corpus_blocks
+
+    blocks = corpus_blocks()
+    assert blocks and blocks[0][0].name.startswith("0001-seed3458747570-block615.")
+    for _, data, base_line, base_off in blocks:
+        check_block(data, base_line, base_off)
 
 
 # -- through the library: block boundaries and over-long lines --------------------------------------

@@ -109,3 +109,31 @@ def test_no_scrape_no_comparison(tmp_path):
     assert run_cli("collect", "--gateway-log", str(H / "incident.log"), db=db).returncode == 0
     rep = run_json("hedging", "--offline", *RANGE, "--format", "json", db=db)
     assert "suppressed_losers_vs_metrics" not in rep["coverage"] and "metrics" not in rep["coverage"]["sources"]
+
+
+def test_a_nan_sample_never_makes_the_json_invalid(tmp_path, record_server):
+    """Issue 35, 13: a /metrics sample of NaN (the exposition format allows it) reached the
+    output as "gateway": NaN, which no strict JSON reader takes. The one JSON writer writes
+    null there (no value: unknown)."""
+    inc = truth_increase()
+    after = dict(inc)
+    after[(_remote(), "primary")] = float("nan")
+    rec = write_recording(tmp_path / "scrapes", [
+        {"path": "/metrics", "body": b, "content_type": "text/plain; version=0.0.4; charset=utf-8"}
+        for b in (exposition({}, BEFORE), exposition(after, AFTER))])
+    url = record_server(rec).url + "/metrics"
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", str(H / "incident.log"), "--metrics", url, "--metrics", url, "--rate", "0",
+                db=db)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("hedging", "--offline", *RANGE, "--format", "json", db=db)
+    assert r.returncode in (0, 1), r.stderr
+
+    def refuse(word):
+        raise AssertionError(f"{word} in the JSON output")
+
+    rep = json.loads(r.stdout, parse_constant=refuse)
+    check = rep["coverage"]["suppressed_losers_vs_metrics"]
+    assert check["gateway"] is None, check
+    by = {b["participant"]: b for b in check["by_participant"]}
+    assert by[_remote()]["gateway_primary"] is None and by[_remote()]["analysis_primary"] == 29

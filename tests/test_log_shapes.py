@@ -176,3 +176,46 @@ def test_a_file_given_twice_under_two_names_is_stored_once(tmp_path):
         r = run_cli("collect", "--gateway-log", str(one), "--gateway-log", str(two), db=db)
         assert r.returncode == 0, r.stderr
         assert q(db, "SELECT count(*), count(DISTINCT nonce) FROM log_events")[0] == (300, 300)
+
+
+# -- a byte order mark ---------------------------------------------------------------------------
+BOM_FORMATS = ["section12.log", "section12-docker.log", "section12-dockerjson.log", "section12-slog-json.log",
+               "section12-slog-text.log", "section12-bare.log"]
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_line(tmp_path):
+    """Issue 35, 24: a log that starts with a UTF-8 BOM (as some Windows tools write) lost its
+    first line (rejected) in every format, .gz too. Now the line is stored as without the
+    BOM, 3 bytes further on; every parse path alike."""
+    import gzip
+
+    from conftest import FIXTURES
+
+    BOM = b"\xef\xbb\xbf"
+    rows_of, rejects_of = {}, {}
+    for bom in (b"", BOM):
+        d = tmp_path / ("bom" if bom else "plain")
+        d.mkdir()
+        paths = []
+        for name in BOM_FORMATS:
+            data = bom + (FIXTURES / "gateway-logs" / name).read_bytes()
+            lines = data[len(bom):].splitlines(keepends=True)
+            for n in (1, VECTOR_MIN_LINES // len(lines) + 1):     # and enough lines for the vectorised path
+                check_block(bom + b"".join(lines * n))
+            (d / name).write_bytes(data)
+            paths.append(d / name)
+        (d / "gz.log.gz").write_bytes(gzip.compress(bom + b"2026/09/30 11:02:47 stage=x escrow=1\n"
+                                                    + b"2026/09/30 11:02:48 stage=y escrow=2\n"))
+        paths.append(d / "gz.log.gz")
+        db = tmp_path / f"{d.name}.duckdb"
+        r = run_cli("collect", *[a for p in paths for a in ("--gateway-log", str(p))], db=db)
+        assert r.returncode == 0, r.stderr
+        rejects_of[bom] = q(db, "SELECT regexp_extract(f.path, '[^/]*$'), reason, r.lines "
+                                "FROM log_rejects r JOIN log_files f USING (file_id) ORDER BY ALL")
+        rows_of[bom] = q(db, "SELECT regexp_extract(f.path, '[^/]*$'), e.line_no, e.byte_offset, e.name, e.ts "
+                             "FROM log_events e JOIN log_files f USING (file_id) ORDER BY ALL")
+    plain, marked = rows_of[b""], rows_of[BOM]
+    assert rejects_of[BOM] == rejects_of[b""]
+    assert len(marked) == len(plain) and {r[0] for r in marked if r[1] == 1} == set(BOM_FORMATS) | {"gz.log.gz"}
+    assert [r[:2] + r[3:] for r in marked] == [r[:2] + r[3:] for r in plain]
+    assert all(m[2] == p[2] + 3 for m, p in zip(marked, plain))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import pty
 import re
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from auditor.report.render import LONG_LIST
 from conftest import FIXTURES, ROOT, run_cli, run_json
 
 REC = FIXTURES / "chain" / "epoch-403"
@@ -411,7 +413,7 @@ def test_a_locked_database_is_one_line_and_exit_3(tmp_path):
 
 # -- the JSON writer ------------------------------------------------------------------------------
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=5), inner, max_size=6),
     max_leaves=40)
 
@@ -423,6 +425,29 @@ def test_json_writer_is_json_dumps_indented(value):
     from auditor.report.render import json_default, to_json
 
     assert to_json(value) == json.dumps(value, default=json_default, indent=2, ensure_ascii=False)
+
+
+def _strict(text: str):
+    def refuse(word):
+        raise ValueError(f"{word} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+_any_floats = st.recursive(
+    st.none() | st.integers() | st.floats() | st.sampled_from([math.nan, math.inf, -math.inf, "NaN", "-Infinity"]),
+    lambda inner: st.lists(inner, max_size=LONG_LIST + 3) | st.dictionaries(st.text(max_size=5), inner, max_size=6),
+    max_leaves=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_any_floats)
+def test_json_writer_never_writes_nan_or_infinity(value):
+    """Issue 35, 13: Python's encoder writes NaN and Infinity, which are not JSON. The writer
+    every command shares writes NaN as null and an infinity as the string "Infinity" or
+    "-Infinity", in short and long lists alike; a strict reader takes the whole text."""
+    from auditor.report.render import json_finite, to_json
+
+    assert _strict(to_json(value)) == json.loads(json.dumps(json_finite(value)))
 
 
 @settings(max_examples=20, deadline=None)

@@ -436,7 +436,8 @@ COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`"
 COMMANDS_AFTER = [
     ("report daily", "`auditor report daily --out DIR [--date D] [--fail-on L] [--prom-textfile PATH]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
-    ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE]`", "query the store"),
+    ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE] [--allow-files]`",
+     "query the store, read-only: no other file read or written unless `--allow-files`, no setting changed"),
     ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
     ("export demand", "`auditor export demand --epochs A..B --out FILE.parquet [--name NAME] [--per-10000 X]`",
      "one gateway's cPoC demand as a small Parquet bundle for `auditor targets --bundle` (no request ids, keys "

@@ -18,7 +18,6 @@ warnings were false. :func:`loop` re-reads at the interval and prints only what 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -292,7 +291,9 @@ def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") 
             continue
         changed = {k: [None if old is None else old[k], v] for k, v in now.items() if old is None or old[k] != v}
         if fmt == "json":
-            out.append(json.dumps({"taken_at": utc_text(d["taken_at"]), "epoch": d["epoch"], "height": d["height"],
+            from ..report.render import json_text      # the one JSON writer: never NaN
+
+            out.append(json_text({"taken_at": utc_text(d["taken_at"]), "epoch": d["epoch"], "height": d["height"],
                                    "progress": d["progress"], "participant": participant, "changed": changed}))
         else:
             out.append(f"{head}: {participant} " + ", ".join(

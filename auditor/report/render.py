@@ -8,6 +8,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import os
 import sys
 import tempfile
@@ -52,12 +53,42 @@ def to_json(data: Any) -> str:
 _COMPACT = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(", ", ": "))
 
 
+def json_finite(v: Any) -> Any:
+    """``v`` with every float that is not a number made JSON, which has no NaN or infinity:
+    NaN is null (no value: unknown, as NULL), an infinity the string ``"Infinity"`` or
+    ``"-Infinity"`` (the value says what it is). Python's encoder writes bare ``NaN``, which
+    no strict JSON reader takes (a NaN /metrics sample reached hedging's output so)."""
+    if isinstance(v, float):
+        if v != v:
+            return None
+        return v if abs(v) != math.inf else ("Infinity" if v > 0 else "-Infinity")
+    if v is None or isinstance(v, (str, int)):
+        return v
+    if isinstance(v, dict):
+        return {k: json_finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_finite(x) for x in v]
+    return json_finite(json_default(v))
+
+
+def json_text(v: Any) -> str:
+    """``v`` as compact JSON, never with NaN or Infinity (``json_finite``): the encoder's text,
+    written again only when it holds one of those words (rare; a string holding one comes
+    out the same)."""
+    text = _COMPACT.encode(v)
+    if "NaN" in text or "Infinity" in text:
+        text = _COMPACT.encode(json_finite(v))
+    return text
+
+
 def json_pieces(v: Any, level: int = 0) -> Iterator[str]:
     """``to_json``'s text in pieces, in order: what ``emit`` writes as they come, so that a
     ``Stream`` in the data (a list the result does not hold) is written a page at a time and
-    the whole text is never held either."""
+    the whole text is never held either. Never NaN or Infinity (``json_text``)."""
     if v is None or isinstance(v, (str, int, float)):
-        yield _COMPACT.encode(v)
+        yield json_text(v)
+    elif isinstance(v, Stream) and v.count is None:
+        yield from _uncounted(v, level)
     elif isinstance(v, dict):
         if not v:
             yield "{}"
@@ -78,13 +109,28 @@ def json_pieces(v: Any, level: int = 0) -> Iterator[str]:
         for i, x in enumerate(v):
             yield pad
             if long:
-                yield _COMPACT.encode(x)
+                yield json_text(x)
             else:
                 yield from json_pieces(x, level + 1)
             yield ",\n" if i < last else "\n"
         yield "  " * level + "]"
     else:                                   # Decimal, datetime, tuple, set, a to_dict() object
         yield from json_pieces(json_default(v), level)
+
+
+def _uncounted(v: Stream, level: int) -> Iterator[str]:
+    """A list whose length is known at its end only, written as a list of that length is: its
+    first LONG_LIST + 1 items decide whether it is short (indented) or long (an item a line)."""
+    items = iter(v)
+    head = list(itertools.islice(items, LONG_LIST + 1))
+    if len(head) <= LONG_LIST:
+        yield from json_pieces(head, level)
+        return
+    pad = "  " * (level + 1)
+    yield "[\n" + pad + json_text(head[0])
+    for x in itertools.chain(head[1:], items):
+        yield ",\n" + pad + json_text(x)
+    yield "\n" + "  " * level + "]"
 
 
 def cell(v: Any) -> str:
@@ -172,15 +218,28 @@ def _legend(abbreviations: list[str], depth: int) -> Iterator[tuple[str, int, An
 
 
 def to_csv(table: Table) -> str:
-    """One line a row, ending in LF. The writer's terminator is CRLF, because the csv module
-    quotes only a field holding a character of it: with LF alone a CR in a value went out
-    bare and split the row for every reader. The writer writes each row with one call, so
-    each row's CRLF is then cut to LF."""
+    """One line a row, ending in LF (``csv_pieces``)."""
+    return "".join(csv_pieces(table))
+
+
+CSV_PIECE_ROWS = 1000
+
+
+def csv_pieces(table: Table) -> Iterator[str]:
+    """The table as CSV in pieces of CSV_PIECE_ROWS rows, as its rows come (a ``Stream`` of a
+    query's rows is never all held). One line a row, ending in LF. The writer's terminator
+    is CRLF, because the csv module quotes only a field holding a character of it: with LF
+    alone a CR in a value went out bare and split the row for every reader. The writer
+    writes each row with one call, so each row's CRLF is then cut to LF."""
     lines: list[str] = []
     w = csv.writer(_Lines(lines), lineterminator="\r\n")
     w.writerow([csv_cell(c) for c in table.columns])
-    w.writerows([_csv_value(r.get(c)) for c in table.columns] for r in table.rows)
-    return "".join(line[:-2] + "\n" for line in lines)
+    for r in table.rows:
+        w.writerow([_csv_value(r.get(c)) for c in table.columns])
+        if len(lines) >= CSV_PIECE_ROWS:
+            yield "".join(line[:-2] + "\n" for line in lines)
+            lines.clear()
+    yield "".join(line[:-2] + "\n" for line in lines)
 
 
 class _Lines:
@@ -241,9 +300,14 @@ def render(result: Result, fmt: str, view: View = View()) -> str:
 def emit(result: Result, fmt: str, output: Path | None = None, view: View = View()) -> None:
     """Print the report, or write it to ``output`` atomically (a temp file beside it, then
     a rename), so a reader never sees half a report; a device, a FIFO or ``-`` in place
-    (``write_all_atomic``). JSON is written as it is made (``json_pieces``)."""
+    (``write_all_atomic``). JSON, and a CSV of one table, are written as they are made
+    (``json_pieces``, ``csv_pieces``)."""
+    pieces = None
     if fmt == "json":
         pieces = itertools.chain(json_pieces(result.to_json()), ["\n"])
+    elif fmt == "csv" and not result.parts and result.tables:
+        pieces = csv_pieces(result.tables[0])
+    if pieces is not None:
         if output is not None:
             write_atomic(output, pieces)
         else:
@@ -320,15 +384,67 @@ def _write_in_place(path: Path, text: str | Iterable[str]) -> None:
         f.write(text) if isinstance(text, str) else f.writelines(text)
 
 
-def query_result(store, sql: str) -> Result:
-    """Run ad-hoc SQL for `auditor sql`; a bad query is a usage error, not a crash."""
+SHOWN_ROWS = 10_000      # the rows of a query that table, md and html show (csv and json write them all)
+FETCH_ROWS = 10_000      # a query's rows are taken from DuckDB this many at a time, never all at once
+
+
+def distinct_names(names: list[str]) -> list[str]:
+    """Column names made distinct, as DuckDB names a subquery's columns: a name that comes
+    again gets ``_1`` (``_2``, … past a name already used), so that ``SELECT 1 AS x, 2 AS x``
+    is two columns, ``x`` and ``x_1``, not one holding the last value twice."""
+    taken, out = set(names), []
+    for name in names:
+        if name in out:
+            k = 1
+            while f"{name}_{k}" in taken:
+                k += 1
+            name = f"{name}_{k}"
+            taken.add(name)
+        out.append(name)
+    return out
+
+
+def query_result(store, sql: str, fmt: str) -> Result:
+    """Run ad-hoc SQL for `auditor sql`; a bad query is a usage error, not a crash. The rows
+    are fetched FETCH_ROWS at a time: json and csv write every row as it comes (a ``Stream``:
+    write the result before the store is closed), table, md and html hold the first
+    SHOWN_ROWS and count the rest. Columns of one name are kept apart (``distinct_names``)."""
     import duckdb
 
+    def failed(exc: duckdb.Error) -> UsageError:
+        return UsageError(f"query failed: {str(exc).splitlines()[0]}")
+
     try:
-        columns, rows = store.table(sql)
+        cur = store.cursor(sql)
     except duckdb.OutOfMemoryException:
         raise                               # not the query's fault: the CLI says what helps
     except duckdb.Error as exc:
-        raise UsageError(f"query failed: {str(exc).splitlines()[0]}") from exc
-    table = Table(title=f"{len(rows)} row(s)", columns=columns, rows=rows)
+        raise failed(exc) from exc
+    columns = distinct_names([d[0] for d in cur.description]) if cur.description else []  # None: not a query
+
+    def pages() -> Iterator[list[dict[str, Any]]]:
+        while columns:
+            try:
+                chunk = cur.fetchmany(FETCH_ROWS)
+            except duckdb.OutOfMemoryException:
+                raise
+            except duckdb.Error as exc:     # found while running (a cast of a value, say)
+                raise failed(exc) from exc
+            if not chunk:
+                return
+            yield [dict(zip(columns, r)) for r in chunk]
+
+    notes: list[str] = []
+    if fmt in ("json", "csv"):
+        rows: Any = Stream(None, pages)
+        title = "rows"
+    else:
+        rows, total = [], 0
+        for page in pages():
+            total += len(page)
+            rows.extend(page[:SHOWN_ROWS - len(rows)])
+        title = f"{total} row(s)"
+        if total > len(rows):
+            notes.append(f"the first {len(rows):,} of {total:,} rows are shown: --format csv or json writes them all")
+    table = Table(title=title, columns=columns, rows=rows, notes=notes)
     return Result("sql", "sql", {"columns": columns, "rows": rows}, tables=[table])

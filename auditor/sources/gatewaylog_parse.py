@@ -502,6 +502,7 @@ D_FMT = "%Y-%m-%dT%H:%M:%S%.f%#z"
 G_FMT = "%Y/%m/%d %H:%M:%S%.f"
 
 
+BOM = b"\xef\xbb\xbf"       # a UTF-8 byte order mark (some editors and Windows tools start a file with one)
 VECTOR_MIN_LINES = 100     # the lines the compiled tokenizer leaves go to polars when there are this many
 LIFT_IN_PYTHON = 500       # text rows up to this many have their keys lifted in Python, not DuckDB
 
@@ -698,8 +699,10 @@ def _duck_frame(sql: str, frame):
 
 def _unwrap_docker_json(df):
     """Docker json-file records: the logged line, with the record's time as a Docker
-    prefix (which is what parse_line makes of them), marked ``unwrapped``. Records that do
-    not fit the strict shape (or hold several lines) stay as they are, for parse_line."""
+    prefix (which is what parse_line makes of them), marked ``unwrapped``. A Docker prefix
+    inside the logged line (``docker logs --timestamps`` output that was logged again) is
+    dropped: the record's time wins, as in parse_line. Records that do not fit the strict
+    shape (or hold several lines) stay as they are, for parse_line."""
     import polars as pl
 
     w = df["line"].str.contains(WRAP_RE).fill_null(False)
@@ -707,7 +710,7 @@ def _unwrap_docker_json(df):
         return df.with_columns(unwrapped=pl.lit(False))
     sub = df.filter(w)
     rec = sub["line"].str.json_decode(pl.Struct({"log": pl.String, "time": pl.String}))
-    inner = rec.struct.field("log").str.strip_suffix("\n")
+    inner = rec.struct.field("log").str.strip_suffix("\n").str.replace(f"^{D_RE} ", "")
     ok = ~inner.str.contains("[\r\n]").fill_null(True)
     synth = pl.select(pl.when(pl.lit(ok)).then(pl.concat_str([rec.struct.field("time"), pl.lit(" "), inner]))
                       .otherwise(pl.lit(sub["line"]))).to_series()
@@ -775,7 +778,12 @@ def parse_block(block: bytes | memoryview, base_line: int = 1, base_off: int = 0
     :func:`parse_line` (for tests).
 
     It never raises on what the block holds: when parsing fails unexpectedly, the block is
-    parsed again in halves, down to the line that fails, which is rejected (``parse_error``)."""
+    parsed again in halves, down to the line that fails, which is rejected (``parse_error``).
+
+    A UTF-8 byte order mark at the start of the file (``base_off`` 0) is not part of its
+    first line: that line starts after it, at byte 3."""
+    if base_off == 0 and block[:3] == BOM:
+        block, base_off = block[3:], 3
     try:
         res = _parse_block(block, base_line, base_off, vectorised, compiled)
     except Exception:  # noqa: BLE001 - a line the parsers did not foresee costs that line, not the file
