@@ -1,6 +1,7 @@
 """`auditor remints N` on today's gateway (issue 34): the October fixture (fixtures/october,
 one epoch of devshardctl v4.1.2+ lines, the chain and a schema-6 accounting answer over
-loopback), through the CLI, for every "Done when" point."""
+loopback), through the CLI, for every "Done when" point, and the gateway generation the
+coverage says the lines point to."""
 
 from __future__ import annotations
 
@@ -177,3 +178,23 @@ def test_auditor_sql_reads_the_new_line_tables(store):
     assert {r["event"]: r["n"] for r in got["rows"]}["escrow_hold_started"] == 4
     got = run_json("sql", "SELECT count(*) AS n FROM log_escrow_routing WHERE step IS NULL", "--format", "json", db=db)
     assert got["rows"] == [{"n": 4}]
+
+
+def test_coverage_says_the_lines_point_to_the_hold_era_gateway(store):
+    db, _ = store
+    rep = run_json("epoch", "417", "--offline", "--format", "json", db=db)
+    gl = rep["coverage"]["gateway_log"]
+    assert gl["generation"] == "hold_era"
+    assert gl["generation_shapes"]["hold_era"]["escrow_hold_started"] == 4
+    assert "October 2026" in gl["generation_basis"]
+
+
+def test_coverage_says_the_september_fixture_points_to_the_september_gateway(tmp_path):
+    rem = FIXTURES / "remints"
+    db = tmp_path / "s.duckdb"
+    rep = run_json("epoch", "396", "--replay", str(rem / "chain"), "--replay", str(rem / "accounting"),
+                   "--gateway-log", str(rem / "gateway.log.1"), "--gateway-log", str(rem / "gateway.log"),
+                   "--format", "json", db=db)
+    gl = rep["coverage"]["gateway_log"]
+    assert gl["generation"] == "september"
+    assert gl["generation_shapes"] == {"september": {"escrow_balance_low (text names no hold)": 1}}

@@ -43,10 +43,13 @@ DROP_KEYS: frozenset[tuple[str, str]] = frozenset({
     ("epoch", "hedging.races"), ("epoch", "hedging.races_listed"), ("hedging", "races_listed")})
 # issue 34 (today's gateway): NEW keys only, declared additions (every September-era value
 # they sit beside is still compared): remints' holds and unaffordable_requests, in the remints
-# command and in the epoch report's remints section
+# command and in the epoch report's remints section; the gateway generation in the epoch
+# report's coverage.gateway_log
 ISSUE_34_ADDITIONS: frozenset[tuple[str, str]] = frozenset({
     ("remints", "holds"), ("remints", "unaffordable_requests"),
-    ("epoch", "remints.holds"), ("epoch", "remints.unaffordable_requests")})
+    ("epoch", "remints.holds"), ("epoch", "remints.unaffordable_requests"),
+    ("epoch", "coverage.gateway_log.generation"), ("epoch", "coverage.gateway_log.generation_basis"),
+    ("epoch", "coverage.gateway_log.generation_shapes")})
 DROP_KEYS = DROP_KEYS | ISSUE_34_ADDITIONS
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 
