@@ -13,10 +13,15 @@
 --   gateway_replacing_exhausted_escrow, escrow_balance_low (balance, threshold),
 --   escrow_nonce_high (nonce, limit), the rotator's retirement (escrow_rotation_settling*,
 --   escrow_rotation_deactivated_without_settlement), a hold that ended it (v4.1.2+:
---   escrow_hold_expired / escrow_hold_unrecoverable); its replacement
---   (escrow_depletion_replacement_created); its settlement; accounting's latest nonce.
+--   escrow_hold_expired / escrow_hold_unrecoverable); the last of the request-path and
+--   low-balance lines too (a hold may have answered the first: gateway-logs.md 14.2); an epoch
+--   retention retirement (escrow_epoch_retention_retire, runtime_retired "epoch retention
+--   prune": creation epoch, current epoch, cutoff; escrow_storage_pruned); its replacement
+--   (escrow_depletion_replacement_created) or the skipped one
+--   (escrow_depletion_replacement_skipped: reason, target); its settlement; accounting's
+--   latest nonce.
 -- NULL means the line is not in the logs read (or the source was not collected).
--- Reads: log_escrow_events, log_events, chain_escrows, acct_escrow_nonces.
+-- Reads: log_escrow_events, log_escrow_retirements, log_events, chain_escrows, acct_escrow_nonces.
 WITH
 ids AS (
     SELECT escrow AS id FROM log_events WHERE escrow IS NOT NULL
@@ -50,6 +55,9 @@ ev AS (
         min(ts) FILTER (WHERE event = 'escrow_balance_exhausted')                   AS exhausted_at,
         min(ts) FILTER (WHERE event = 'gateway_replacing_exhausted_escrow')         AS replacing_at,
         min(ts) FILTER (WHERE event = 'escrow_balance_low')                         AS low_at,
+        max(ts) FILTER (WHERE event = 'escrow_balance_exhausted')                   AS last_exhausted_at,
+        max(ts) FILTER (WHERE event = 'gateway_replacing_exhausted_escrow')         AS last_replacing_at,
+        max(ts) FILTER (WHERE event = 'escrow_balance_low')                         AS last_low_at,
         first(balance ORDER BY ts, pos) FILTER (WHERE event = 'escrow_balance_low')      AS low_balance,
         first(threshold ORDER BY ts, pos) FILTER (WHERE event = 'escrow_balance_low')    AS low_threshold,
         min(ts) FILTER (WHERE event = 'escrow_nonce_high')                          AS nonce_high_at,
@@ -89,6 +97,25 @@ replaces AS (   -- the escrow this one was minted to replace
     WHERE event = 'escrow_depletion_replacement_created' AND new_escrow IS NOT NULL
     GROUP BY new_escrow
 ),
+retire AS (    -- retention retirements, and skipped replacements (log_escrow_retirements.sql)
+    SELECT escrow AS id,
+        min(ts) FILTER (WHERE event IN ('escrow_epoch_retention_retire', 'runtime_retired')) AS retention_at,
+        first(creation_epoch ORDER BY ts, file_id, line_no)
+            FILTER (WHERE event = 'escrow_epoch_retention_retire')                  AS retention_creation_epoch,
+        first(current_epoch ORDER BY ts, file_id, line_no)
+            FILTER (WHERE event = 'escrow_epoch_retention_retire')                  AS retention_current_epoch,
+        first(cutoff ORDER BY ts, file_id, line_no)
+            FILTER (WHERE event = 'escrow_epoch_retention_retire')                  AS retention_cutoff,
+        min(ts) FILTER (WHERE event = 'escrow_storage_pruned')                      AS storage_pruned_at,
+        min(ts) FILTER (WHERE event = 'escrow_depletion_replacement_skipped')       AS skipped_at,
+        first(reason ORDER BY ts, file_id, line_no)
+            FILTER (WHERE event = 'escrow_depletion_replacement_skipped')           AS skip_reason,
+        first(target ORDER BY ts, file_id, line_no)
+            FILTER (WHERE event = 'escrow_depletion_replacement_skipped')           AS skip_target,
+        first(model ORDER BY ts, file_id, line_no)
+            FILTER (WHERE event = 'escrow_depletion_replacement_skipped')           AS skip_model
+    FROM log_escrow_retirements WHERE escrow IS NOT NULL GROUP BY escrow
+),
 req_model AS (
     SELECT escrow AS id, first(model ORDER BY first_ts, request) AS model
     FROM log_requests WHERE escrow IS NOT NULL AND model IS NOT NULL GROUP BY escrow
@@ -101,7 +128,8 @@ acct AS (
 )
 SELECT
     ids.id AS escrow,
-    coalesce(nullif(c.model_id, ''), ev.log_model, repl.repl_model, replaces.new_model, rm.model, acct.acct_model) AS model,
+    coalesce(nullif(c.model_id, ''), ev.log_model, repl.repl_model, replaces.new_model, rm.model, acct.acct_model,
+             retire.skip_model) AS model,
     coalesce(CAST(c.epoch_index AS BIGINT), ev.log_epoch, acct.acct_epoch) AS creation_epoch,
     CASE WHEN c.epoch_index IS NOT NULL THEN 'chain devshard_escrow record'
          WHEN ev.log_epoch IS NOT NULL THEN 'escrow_rotation_created line'
@@ -113,6 +141,9 @@ SELECT
     ev.deactivated_at, ev.deactivation_reason, ev.settlement_due, ev.deactivated_in_store,
     ev.devshard_deactivated_at, ev.devshard_deactivated_reason, ev.retired_at, ev.retired_reason,
     ev.exhausted_at, ev.replacing_at, ev.low_at, ev.low_balance, ev.low_threshold,
+    ev.last_exhausted_at, ev.last_replacing_at, ev.last_low_at,
+    retire.retention_at, retire.retention_creation_epoch, retire.retention_current_epoch, retire.retention_cutoff,
+    retire.storage_pruned_at, retire.skipped_at, retire.skip_reason, retire.skip_target,
     ev.nonce_high_at, ev.nonce_high, ev.nonce_limit, ev.rotation_retired_at, ev.rotation_retired_line, ev.rotation_reason,
     ev.hold_end_at, ev.hold_end_event, ev.settled_at, coalesce(ev.insufficient_failures, 0) AS insufficient_failures,
     repl.replaced_at, repl.replacement_escrow, repl.replacement_reason, repl.replacement_tx,
@@ -125,5 +156,6 @@ LEFT JOIN repl ON repl.id = ids.id
 LEFT JOIN replaces ON replaces.id = ids.id
 LEFT JOIN req_model rm ON rm.id = ids.id
 LEFT JOIN acct ON acct.id = ids.id
+LEFT JOIN retire ON retire.id = ids.id
 WHERE ids.id IS NOT NULL
 ORDER BY ids.id;

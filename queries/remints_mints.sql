@@ -5,8 +5,10 @@
 -- reconciliation). A replacement line whose creation line is not in the logs still counts.
 --
 -- Answers, per minted escrow: time, model, role, the epoch it was minted for (the line's
--- epoch, else its chain record's creation epoch), tx hash, and for replacements the escrow
--- it replaced and the reason logged.
+-- epoch, else its chain record's creation epoch), tx hash, for replacements the escrow
+-- it replaced and the reason logged, and whether it was a hold's top-up (gateway v4.1.2+:
+-- escrow_hold_top_up_created, an extra escrow minted while escrows of its model are held,
+-- gateway-logs.md 14.2; the top-up line alone counts as the mint too).
 -- Reads: log_escrow_events, chain_escrows.
 -- The facts of a mint are its first line's: by time, then (a tie) by place in the logs.
 WITH created AS (
@@ -14,8 +16,11 @@ WITH created AS (
            first(role ORDER BY ts, file_id, line_no) AS role,
            first(epoch ORDER BY ts, file_id, line_no) AS epoch,
            first(model ORDER BY ts, file_id, line_no) AS model,
-           first(tx_hash ORDER BY ts, file_id, line_no) AS tx_hash
-    FROM log_escrow_events WHERE event = 'escrow_rotation_created' AND escrow IS NOT NULL
+           first(tx_hash ORDER BY ts, file_id, line_no) FILTER (WHERE event = 'escrow_rotation_created') AS tx_hash,
+           bool_or(event = 'escrow_rotation_created') AS creation_line,
+           bool_or(event = 'escrow_hold_top_up_created') AS hold_top_up
+    FROM log_escrow_events
+    WHERE event IN ('escrow_rotation_created', 'escrow_hold_top_up_created') AND escrow IS NOT NULL
     GROUP BY escrow
 ),
 repl AS (
@@ -35,8 +40,9 @@ SELECT coalesce(c.escrow, r.escrow) AS escrow,
        coalesce(c.tx_hash, r.tx_hash) AS tx_hash,
        r.replaces_escrow,
        r.reason AS replacement_reason,
-       c.escrow IS NOT NULL AS creation_line,
-       ch.amount
+       coalesce(c.creation_line, false) AS creation_line,
+       ch.amount,
+       coalesce(c.hold_top_up, false) AS hold_top_up
 FROM created c
 FULL OUTER JOIN repl r ON r.escrow = c.escrow
 LEFT JOIN chain_escrows ch ON ch.escrow_id = coalesce(c.escrow, r.escrow) AND ch.found

@@ -50,6 +50,16 @@ ISSUE_36_ADDITIONS: frozenset[tuple[str, str]] = frozenset({
     ("targets", "governance.driven_by"), ("targets", "governance.covering_without_driver"),
     ("targets", "governance.covers")})
 DROP_KEYS = DROP_KEYS | ISSUE_36_ADDITIONS | {("epoch", f"preserved_targets.{path}") for _, path in ISSUE_36_ADDITIONS}
+# issue 34 (today's gateway): NEW keys only, declared additions (every September-era value
+# they sit beside is still compared): remints' holds and unaffordable_requests, in the remints
+# command and in the epoch report's remints section; the gateway generation in the epoch
+# report's coverage.gateway_log
+ISSUE_34_ADDITIONS: frozenset[tuple[str, str]] = frozenset({
+    ("remints", "holds"), ("remints", "unaffordable_requests"),
+    ("epoch", "remints.holds"), ("epoch", "remints.unaffordable_requests"),
+    ("epoch", "coverage.gateway_log.generation"), ("epoch", "coverage.gateway_log.generation_basis"),
+    ("epoch", "coverage.gateway_log.generation_shapes")})
+DROP_KEYS = DROP_KEYS | ISSUE_34_ADDITIONS
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 
 # ---- issue 34 (branch i34-acct): declared additions, to port to the per-path declarations ------

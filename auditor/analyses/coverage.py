@@ -3,7 +3,8 @@
 One entry per source. The chain entry lists the items of the fetch plan that were
 not obtained; each gateway source (accounting, gateway_log, metrics) says what it
 read, what it loaded, the time range it covers and which of the epoch's windows
-(the effective span and each confirmation PoC) it does not cover. A source never
+(the effective span and each confirmation PoC) it does not cover; the gateway log also
+says which gateway generation its lines point to (``generation``). A source never
 collected says so: unknown is not zero. ``run`` is the ``coverage`` section of
 ``auditor epoch N``; its data is also the report's top-level ``coverage``.
 """
@@ -95,6 +96,39 @@ def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str
             "missing": missing}
 
 
+GENERATIONS = {
+    "hold_era": "devshardctl of October 2026 (gateway v4.1.2 and later: escrow holds, funding refusals)",
+    "september": "devshardctl of September 2026 (the #1799 report's; before gateway v4.1.2)",
+    "successor_json": "the successor gateway's JSON logs (devshard/cmd/gateway; not read)",
+}
+
+
+def generation(store: Store) -> dict[str, Any]:
+    """Which gateway generation the stored lines point to, from the shapes only one writes
+    (``queries/coverage_gateway_log_generation.sql``): ``generation`` (hold_era, september,
+    successor_json; ``mixed`` when lines of several are stored; ``september_or_hold_era`` when
+    no line tells the two devshardctl generations apart), the shapes seen per generation, and
+    the basis in words."""
+    shapes: dict[str, dict[str, int]] = {}
+    for r in store.query("coverage_gateway_log_generation"):
+        shapes.setdefault(r["generation"], {})[r["shape"]] = int(r["lines"])
+    seen = [g for g in GENERATIONS if g in shapes]
+    # a hold-era gateway still logs the older balance-low text in some builds: the hold-era
+    # shapes decide between the two devshardctl generations
+    if "hold_era" in seen and "september" in seen:
+        seen.remove("september")
+    if not seen:
+        gen, basis = "september_or_hold_era", ("no line of a shape only one devshardctl generation writes: "
+                                               "the lines fit both")
+    elif len(seen) == 1:
+        gen = seen[0]
+        basis = f"{GENERATIONS[gen]}: " + ", ".join(f"{k} {v}" for k, v in shapes[gen].items())
+    else:
+        gen = "mixed"
+        basis = "; ".join(f"{GENERATIONS[g]}: " + ", ".join(f"{k} {v}" for k, v in shapes[g].items()) for g in seen)
+    return {"generation": gen, "generation_basis": basis, "generation_shapes": shapes}
+
+
 def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
     files = store.query("coverage_gateway_log_files")
     if not files:
@@ -119,6 +153,7 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
             for r in unresolved))
     return {
         "collected": True,
+        **generation(store),
         "files": files,
         "host_labels": {"resolved": sum(r["status"] == "resolved" for r in labels),
                         "unresolved": [{k: r[k] for k in ("label", "status", "candidates")} for r in unresolved]},

@@ -282,7 +282,8 @@ Example:
 Escrow remints: every deactivation of epoch N classified spurious (one request too large
 for a healthy escrow retired it), legitimate (low balance, high nonce, epoch rotation) or
 unknown (with what is missing), the replacement mints per model, unexplained mint peaks,
-and what the spurious ones cost.
+and what the spurious ones cost. On today's gateway (v4.1.2+) also its escrow holds (a
+healthy escrow held is a spurious_hold) and the requests no escrow could fund (503).
 
 \b
 Example:
@@ -299,7 +300,13 @@ Example:
                Code("mint_peak", ("warn",), "model",
                     "more regular mints than rotation explains within the peak window",
                     "look for the cause of the {rest} unexplained mint(s) of {model} in the gateway's logs "
-                    "from {start} to {end}")),
+                    "from {start} to {end}"),
+               Code("spurious_hold", ("warn",), "escrow",
+                    "a healthy escrow held (gateway v4.1.2+): its balance at the hold was at or above its own "
+                    "release balance, so one request's reservation failed on it (#1799's mechanism in the hold path)",
+                    "attach `auditor remints {epoch} --format md` to an issue in gonka-ai/gonka citing #1799: "
+                    "escrow {subject} was held with a balance of {balance} >= its release balance "
+                    "{release_balance} (request and how long held in the evidence)")),
         metrics=(Metric("auditor_remint_deactivations", ("classification",), "Escrow deactivations by classification",
                         "escrow deactivations by class"),),
         charts=True),

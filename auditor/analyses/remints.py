@@ -38,17 +38,30 @@ alone and placed in their escrow's epoch (:class:`Untimed`); their deactivations
 ``basis`` that times are unknown, and deactivation or mint lines no epoch places are missing
 coverage.
 
+Today's gateway (v4.1.2+, gateway-logs.md 14) holds an escrow that cannot currently afford
+work instead of retiring it. Each hold is a row of ``holds`` (its start from ``on_hold_since``,
+also after a restart, the balances logged, its outcome: released, unrecoverable, expired or
+open). A request-path exhaustion or low balance the gateway answered with a hold is no end of
+life: a held-and-released escrow is no deactivation; one an unrecoverable (or expired) hold
+ended is ``legitimate`` on the balances that line logged. An epoch-retention retirement is
+``legitimate`` (trigger ``retention``) and no remint. Mints gain the causes ``hold_top_up``
+(``escrow_hold_top_up_created``) and ``replacement_skipped`` (the mint that stood in for a
+replacement the gateway skipped, ``target_already_met``). ``unaffordable_requests`` lists the
+requests every escrow refused to fund (a 503, no retirement: #1799's fix at work). A hold begun
+with the balance at or above its own release balance held a healthy escrow: ``spurious_hold``.
+
 SQL: ``queries/remints_untimed_lines.sql``, ``queries/remints_escrow_lives.sql``, ``remints_requests.sql`` (the
 requests shown one by one), ``remints_request_tallies.sql`` (the sums over the rest), ``remints_mints.sql``,
-``remints_log_spans.sql``. Findings: ``spurious_remint`` (warn, subject the escrow) and
-``mint_peak`` (warn, subject the model).
+``remints_log_spans.sql``, ``remints_holds.sql``, ``remints_unaffordable_requests.sql``. Findings:
+``spurious_remint`` (warn, subject the escrow), ``mint_peak`` (warn, subject the model) and
+``spurious_hold`` (warn, subject the escrow).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -409,15 +422,124 @@ class Untimed:
                 and self._epoch(r, lives) == epoch]
 
 
+# -- escrow holds (gateway v4.1.2+) --------------------------------------------------------------
+_HOLD_ENDS = {"escrow_hold_released": "released", "escrow_hold_unrecoverable": "unrecoverable",
+              "escrow_hold_expired": "expired"}
+
+
+def holds(rows: list[dict[str, Any]], lives: dict[int, dict[str, Any]], uses: Uses) -> list[dict[str, Any]]:
+    """The holds the lines show (``queries/remints_holds.sql``), one per hold, in order: a
+    start (``escrow_hold_started``; ``escrow_hold_restored`` when the gateway restarted, the
+    same hold when its ``on_hold_since`` is the open one's) paired with the escrow's next end
+    (released, unrecoverable, expired; ``open`` without one). ``started_at`` is
+    ``on_hold_since``; ``held_for_s`` the end line's ``held_for`` (a Go duration), else the
+    time from the start to the end line. The request whose reservation failed on the escrow
+    just before the start is the hold's ``request``."""
+    out: list[dict[str, Any]] = []
+    open_: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        eid, event, ts = int(r["escrow"]), r["event"], utc(r["ts"])
+        life = lives.get(eid) or {}
+        if event in ("escrow_hold_started", "escrow_hold_restored"):
+            since = utc(r["on_hold_since"]) or ts
+            cur = open_.get(eid)
+            if cur is not None and (cur["started_at"] == since or (event == "escrow_hold_restored"
+                                                                   and cur["started_at"] is None)):
+                cur["restored"] = cur["restored"] or event == "escrow_hold_restored"
+                continue
+            h = {"escrow": eid, "model": life.get("model"), "reason": r["reason"], "started_at": since,
+                 "started_from": "on_hold_since" if r["on_hold_since"] is not None else "the line's time",
+                 "balance": r["balance"], "recoverable_in_flight": r["recoverable_in_flight"],
+                 "release_balance": r["release_balance"], "outcome": "open", "ended_at": None, "held_for_s": None,
+                 "held_for_source": None, "replacement_escrow": None, "restored": event == "escrow_hold_restored",
+                 "release_reason": None, "at_end": None, "request": None, "_line_at": ts}
+            out.append(h)
+            open_[eid] = h
+            continue
+        h = open_.pop(eid, None)
+        if h is None:           # begun before the logs read: its end alone
+            h = {"escrow": eid, "model": life.get("model"), "reason": None, "started_at": None,
+                 "started_from": None, "balance": None, "recoverable_in_flight": None, "release_balance": None,
+                 "outcome": "open", "ended_at": None, "held_for_s": None, "held_for_source": None,
+                 "replacement_escrow": None, "restored": False, "release_reason": None, "at_end": None,
+                 "request": None, "_line_at": None}
+            out.append(h)
+        h["outcome"], h["ended_at"] = _HOLD_ENDS[event], ts
+        if r["held_for_s"] is not None:
+            h["held_for_s"], h["held_for_source"] = float(r["held_for_s"]), f"logged (held_for={r['held_for']})"
+            if h["started_at"] is None and ts is not None:
+                h["started_at"] = ts - timedelta(seconds=float(r["held_for_s"]))
+                h["started_from"] = "the end line's time less its held_for"
+        elif h["started_at"] is not None and ts is not None:
+            h["held_for_s"] = round((ts - h["started_at"]).total_seconds(), 6)
+            h["held_for_source"] = f"from on_hold_since to the {event} line"
+        if event == "escrow_hold_released":
+            h["release_reason"] = r["reason"]
+        else:
+            h["at_end"] = {k: r[k] for k in ("balance", "recoverable_in_flight", "release_balance", "pending",
+                                             "pending_cost", "started", "started_cost", "challenged",
+                                             "challenged_cost", "overdue_pending", "overdue_pending_cost")}
+            h["at_end"]["latest_pending_deadline"] = utc(r["latest_pending_deadline"])
+            h["replacement_escrow"] = life.get("replacement_escrow")
+    for h in out:
+        h["request"] = _hold_request(h, lives.get(h["escrow"]) or {}, uses)
+    return out
+
+
+def _hold_request(h: dict[str, Any], life: dict[str, Any], uses: Uses) -> dict[str, Any] | None:
+    """The request whose reservation failed on the escrow within TRIGGER_WINDOW before the
+    hold began (the path that holds it: runner_prepare_failed, then the exhaustion callback)."""
+    t = h["_line_at"] or h["started_at"]
+    if t is None:
+        return None
+    fails = [r for r in uses.refused.get(h["escrow"], ()) if r["failed_at"] is not None
+             and t - TRIGGER_WINDOW <= r["failed_at"] <= t + timedelta(milliseconds=1)]
+    if not fails:
+        return None
+    f = fails[-1]
+    mt = f["max_tokens_logged"] or DEFAULT_MAX_TOKENS
+    return {"request": f["request"], "at": utc(f["failed_at"]), "input_bytes": f["input_bytes"], "max_tokens": mt,
+            "reservation": reservation(f["input_bytes"], mt, life.get("token_price"))}
+
+
+def _answered_by_hold(t: datetime, held: list[dict[str, Any]]) -> bool:
+    """Whether the gateway answered a trigger logged at ``t`` (a request-path exhaustion, a
+    low balance) with a hold: one began within TRIGGER_WINDOW after it, or was under way."""
+    for h in held:
+        start = h["_line_at"] or h["started_at"]
+        if start is None:
+            if h["ended_at"] is not None and t <= h["ended_at"]:
+                return True
+            continue
+        if start - TRIGGER_WINDOW <= t and (h["ended_at"] is None or t <= h["ended_at"]):
+            return True
+    return False
+
+
+def _hold_of(life: dict[str, Any]) -> dict[str, Any] | None:
+    """The hold that ended the escrow (unrecoverable or expired), if one did."""
+    return next((h for h in reversed(life.get("holds") or []) if h["outcome"] in ("unrecoverable", "expired")), None)
+
+
 # -- one deactivation -------------------------------------------------------------------------
 def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
-    """The first end-of-life trigger logged for the escrow, and its time."""
+    """The first end-of-life trigger logged for the escrow, and its time. A request-path
+    exhaustion or a low balance the gateway answered with a hold (v4.1.2+) is no end of
+    life: the hold's outcome decides (released: the escrow serves again; unrecoverable or
+    expired: the hold ended it); a later one that no hold answered is."""
+    held = life.get("holds") or []
     cands = []
-    for kind, col in (("rotation", "rotation_retired_at"), ("high_nonce", "nonce_high_at"),
-                      ("low_balance", "low_at"), ("hold", "hold_end_at"), ("request", "exhausted_at"),
-                      ("request", "replacing_at")):
-        if life[col] is not None:
-            cands.append((utc(life[col]), kind))
+    for kind, col, last in (("rotation", "rotation_retired_at", None), ("high_nonce", "nonce_high_at", None),
+                            ("low_balance", "low_at", "last_low_at"), ("hold", "hold_end_at", None),
+                            ("request", "exhausted_at", "last_exhausted_at"),
+                            ("request", "replacing_at", "last_replacing_at"), ("retention", "retention_at", None)):
+        t = utc(life.get(col))
+        if t is not None and held and last is not None and _answered_by_hold(t, held):
+            t = utc(life.get(last))
+            if t is not None and _answered_by_hold(t, held):
+                t = None
+        if t is not None:
+            cands.append((t, kind))
     ends = [life[c] for c in ("deactivated_at", "devshard_deactivated_at", "retired_at", "replaced_at")
             if life[c] is not None]
     if not cands and not ends:
@@ -427,7 +549,8 @@ def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
         return kind, t
     reason = (life["deactivation_reason"] or life["replacement_reason"] or life["devshard_deactivated_reason"]
               or life["retired_reason"] or "")
-    kind = {"low_balance": "low_balance", "high_nonce": "high_nonce", "hold_expired": "hold"}.get(reason)
+    kind = {"low_balance": "low_balance", "high_nonce": "high_nonce", "hold_expired": "hold",
+            "epoch retention prune": "retention"}.get(reason)
     if kind is None and ("exhausted" in reason):
         kind = "request"
     if kind is None and "rotation" in reason:
@@ -490,6 +613,18 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
         d["classification"] = "legitimate"
         ev["hold"] = {"at": utc(life["hold_end_at"]), "event": life["hold_end_event"]}
         d["summary"] = f"an escrow hold ended it ({life['hold_end_event']}, gateway v4.1.2+)"
+        _hold_basis(d, life)
+    elif kind == "retention":
+        d["classification"], d["basis"] = "legitimate", "epoch retention"
+        ev["retention"] = {"at": utc(life["retention_at"]), "creation_epoch": life["retention_creation_epoch"],
+                           "current_epoch": life["retention_current_epoch"], "cutoff": life["retention_cutoff"],
+                           "storage_pruned_at": utc(life["storage_pruned_at"])}
+        d["summary"] = ("retired by epoch retention (#1881, #1905): "
+                        + (f"created in epoch {life['retention_creation_epoch']}, before the cutoff "
+                           f"{life['retention_cutoff']} of epoch {life['retention_current_epoch']}"
+                           if life["retention_creation_epoch"] is not None else "runtime_retired \"epoch retention prune\"")
+                        + ("; its store pruned" if life["storage_pruned_at"] is not None else "")
+                        + "; no remint: an old epoch's escrow is not replaced")
     elif kind == "request":
         _request_path(d, life, t, uses, spans, opts, lives)
     else:
@@ -498,6 +633,35 @@ def classify(life: dict[str, Any], uses: Uses, spans: Spans, opts: RemintOptions
     if d["classification"] != "unknown":
         d["missing"] = []
     return d
+
+
+def _hold_basis(d: dict[str, Any], life: dict[str, Any]) -> None:
+    """A deactivation a hold ended: the balances the gateway logged at its end are its basis
+    (balance + what was recoverable in flight below the release balance), and the hold."""
+    h = _hold_of(life)
+    if h is None:
+        return
+    d["evidence"]["hold"].update({k: h[k] for k in ("started_at", "reason", "balance", "recoverable_in_flight",
+                                                    "release_balance", "outcome", "held_for_s", "request")})
+    end = h["at_end"] or {}
+    d["basis"] = "logged balances"
+    if end.get("balance") is None:
+        return
+    bal, rec, rel = int(end["balance"]), end.get("recoverable_in_flight"), end.get("release_balance")
+    d["balance_estimate"] = bal
+    what = "unrecoverable" if h["outcome"] == "unrecoverable" else "expired"
+    d["balance_source"] = (f"logged by escrow_hold_{what} at {utc_text(h['ended_at'])}: balance {bal:,}"
+                           + (f" + {int(rec):,} recoverable in flight" if rec is not None else "")
+                           + (f" < release balance {int(rel):,}" if rel is not None else ""))
+    then = (f"replaced by {d['replacement_escrow']}" if d["replacement_escrow"]
+            else f"its replacement skipped ({life['skip_reason']})" if life.get("skipped_at") else "retired")
+    d["summary"] = f"held {_duration(h['held_for_s'])} and {what} ({d['balance_source']}), then {then}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "for an unknown time"
+    return f"for {seconds:,.1f} s" if seconds < 120 else f"for {seconds / 60:,.1f} min"
 
 
 def _trigger(life: dict[str, Any], t: datetime, uses: Uses) -> dict[str, Any] | None:
@@ -667,8 +831,28 @@ def _affordable(life: dict[str, Any], f: dict[str, Any], max_tokens: int, uses: 
 
 
 # -- mints -----------------------------------------------------------------------------------
+def _skips(lives: dict[int, dict[str, Any]]) -> list[tuple[str, datetime, datetime, int]]:
+    """The replacements the gateway skipped (``escrow_depletion_replacement_skipped``, e.g.
+    ``target_already_met``): per skip, the model, the stretch in which a mint of the model
+    stood in for the replacement (from the hold that ended the escrow, else its end of life,
+    to the skip line) and the escrow. A held escrow leaves the active count, so the rotator
+    mints while it is held, and its replacement is then not needed."""
+    out = []
+    for eid, life in lives.items():
+        at = utc(life.get("skipped_at"))
+        if at is None or not life.get("model"):
+            continue
+        h = _hold_of(life)
+        lo = (h["_line_at"] or h["started_at"]) if h is not None else None
+        if lo is None and life["end_of_life"] is not None:
+            lo = life["end_of_life"][1]
+        out.append((life["model"], lo or at - ROTATION_PASS_GAP, at, eid))
+    return sorted(out, key=lambda x: x[2])
+
+
 def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: Spans,
-           opts: RemintOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+           opts: RemintOptions, skips: list[tuple[str, datetime, datetime, int]] = ()
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Mints of ``epoch`` per model, each with its cause; and the mint peaks."""
     rows = [{**m, "ts": utc(m["ts"])} for m in store.query("remints_mints")]
     rows = [m for m in rows if m["epoch"] == epoch and m["ts"] is not None]
@@ -679,7 +863,7 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
     models_out, peaks = [], []
     for model, ms in sorted(by_model.items()):
         ms.sort(key=lambda m: m["ts"])
-        lone = [m for m in ms if m["replaces_escrow"] is None and m["role"] == "regular"]
+        lone = [m for m in ms if m["replaces_escrow"] is None and m["role"] == "regular" and not m["hold_top_up"]]
         target, target_src = opts.rotation_target, "given (--rotation-target)"
         first_pass: list[dict[str, Any]] = []
         if lone:
@@ -707,21 +891,35 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
                               "it next to a retirement of temp bridge escrows or together with another model "
                               "(give --rotation-target N)")
         legit_pending: list[datetime] = []   # legitimate deactivations with no replacement line
+        skipped = {x[3] for x in skips if x[0] == model}
         for d in deacts.values():
+            # a retention retirement is not replaced, nor is one whose replacement was skipped
             if d["model"] == model and d["classification"] == "legitimate" and d["replacement_escrow"] is None \
-                    and d["trigger"] != "rotation" and d["deactivated_at"]:
+                    and d["trigger"] not in ("rotation", "retention") and d["escrow"] not in skipped \
+                    and d["deactivated_at"]:
                 legit_pending.append(d["deactivated_at"])
         legit_pending.sort()
         rotation_left = target or 0
+        # the latest lone regular mint within each skip's stretch stood in for its replacement
+        stand_ins = set()
+        for _, lo, hi, _eid in (x for x in skips if x[0] == model):
+            inside = [m for m in ms if m["replaces_escrow"] is None and not m["hold_top_up"] and m["role"] == "regular"
+                      and lo <= m["ts"] <= hi and m not in first_pass and id(m) not in stand_ins]
+            if inside:
+                stand_ins.add(id(inside[-1]))
         for m in ms:
             old = m["replaces_escrow"]
             if old is not None:
                 cls = deacts.get(old, {}).get("classification", "unknown")
                 m["cause"] = f"replacement_{cls}"
+            elif m["hold_top_up"]:
+                m["cause"] = "hold_top_up"
             elif m["role"] == "temp":
                 m["cause"] = "rotation"
             elif target is not None and m in first_pass and rotation_left > 0:
                 m["cause"], rotation_left = "rotation", rotation_left - 1
+            elif id(m) in stand_ins:
+                m["cause"] = "replacement_skipped"
             elif legit_pending and legit_pending[0] <= m["ts"]:
                 legit_pending.pop(0)
                 m["cause"] = "reconciliation_legitimate"
@@ -751,7 +949,7 @@ def _mints(store: Store, epoch: int, deacts: dict[int, dict[str, Any]], spans: S
     return models_out, peaks
 
 
-EXPLAINED = ("rotation", "replacement_legitimate", "reconciliation_legitimate")
+EXPLAINED = ("rotation", "replacement_legitimate", "reconciliation_legitimate", "hold_top_up", "replacement_skipped")
 START_PASS_NEAR = timedelta(minutes=5)     # a temp retirement this close to a pass marks it the epoch-start rotation
 
 
@@ -762,7 +960,7 @@ def _start_pass(store: Store, epoch: int, rows: list[dict[str, Any]], spans: Spa
     (``queries/remints_temp_retirements.sql``) or minted several models together (a
     reconciliation tops up one model's shortfall). Returns the pass and what identified it, or
     ``([], "")``."""
-    lone = sorted((m for m in rows if m["replaces_escrow"] is None and m["role"] == "regular"),
+    lone = sorted((m for m in rows if m["replaces_escrow"] is None and m["role"] == "regular" and not m["hold_top_up"]),
                   key=lambda m: m["ts"])
     if not lone:
         return [], ""
@@ -909,6 +1107,9 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
     uses = Uses(store, untimed.place_requests(store.query("remints_requests")))
     untimed.place_lives(lives)
+    all_holds = holds(store.query("remints_holds"), lives, uses)
+    for h in all_holds:
+        lives[h["escrow"]].setdefault("holds", []).append(h)
     for life in lives.values():     # once per escrow: each deactivation asks it of all its model's escrows
         life["end_of_life"] = _end_of_life(life)
     uses.ask(_moments(lives, uses, opts))
@@ -918,7 +1119,9 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
             untimed.unplace(d)
     deacts = [d for eid, d in sorted(all_deacts.items()) if _in_epoch(lives[eid], d, epoch, spans, lives)]
     epoch_deacts = {d["escrow"]: d for d in deacts}
-    mints, peaks = _mints(store, epoch, all_deacts, spans, opts)
+    mints, peaks = _mints(store, epoch, all_deacts, spans, opts, _skips(lives))
+    epoch_holds = [_shown(h) for h in all_holds if _hold_in_epoch(h, lives, epoch, spans)]
+    unaffordable = _unaffordable(store, epoch, spans)
     peaks_unknown = [m["model"] for m in mints if m["rotation_target"] is None]   # not assessed: unknown, not none
     costs = _costs(deacts, lives, uses)
     escrows = [_life(life, uses, epoch_deacts.get(eid)) for eid, life in sorted(lives.items())
@@ -954,24 +1157,108 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                      "accounting record) are left out")
     notes.append(f"threshold {opts.threshold:,} ({threshold_source}); reservation = (input bytes + max_tokens) "
                  f"x token_price, max_tokens {DEFAULT_MAX_TOKENS:,} where the request gave none")
-    findings = _findings(deacts, peaks, epoch)
+    if unaffordable:
+        notes.append(_unaffordable_summary(unaffordable))
+    findings = _findings(deacts, peaks, epoch) + _hold_findings(epoch_holds, epoch)
     counts: dict[str, int] = defaultdict(int)
     for d in deacts:
         counts[d["classification"]] += 1
     data = {"epoch": epoch, "available": True, "threshold": opts.threshold, "threshold_source": threshold_source,
             "classifications": dict(counts), "deactivations": deacts, "mints": mints, "peaks": peaks,
             "peaks_not_assessed": peaks_unknown,
-            "costs": costs, "escrows": escrows, "notes": notes}
-    tables = _tables(deacts, mints, peaks, costs, notes)
+            "costs": costs, "escrows": escrows, "notes": notes,
+            "holds": epoch_holds, "unaffordable_requests": unaffordable}
+    tables = _tables(deacts, mints, peaks, costs, notes) + _hold_tables(epoch_holds, unaffordable)
     header = [("epoch", str(epoch)),
               ("deactivations", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none in the logs read"),
               ("mints", ", ".join(f"{m['model']} {m['mints']}" for m in mints) or "none in the logs read"),
               ("spurious cost", f"{costs['mint_transactions']} mint tx, {costs['failed_requests']} failed request(s)")]
+    if epoch_holds:
+        header.append(("holds", ", ".join(f"{v} {k}" for k, v in sorted(Counter(h["outcome"] for h in epoch_holds)
+                                                                           .items()))))
+    if unaffordable:
+        header.append(("unaffordable requests", _per_model(unaffordable)))
     coverage = {"sources": ["gateway_log", "chain_escrows", "accounting"], "missing": cov_missing,
                 "unknown": [f"mint peaks of {m}: rotation target unknown" for m in peaks_unknown],
                 "log_spans": [{"path": s["path"], "first": utc(s["first_ts"]), "last": utc(s["last_ts"])}
                               for s in spans.spans]}
     return Result(KEY, TITLE, data, tables, findings, coverage, complete=not cov_missing, header=header)
+
+
+def _hold_in_epoch(h: dict[str, Any], lives: dict[int, dict[str, Any]], epoch: int, spans: Spans) -> bool:
+    """A hold of an escrow of the epoch, or one the gateway logged during it."""
+    if (lives.get(h["escrow"]) or {}).get("creation_epoch") == epoch:
+        return True
+    t = h["started_at"] or h["ended_at"]
+    return t is not None and spans.epoch_near(t) == epoch
+
+
+def _shown(h: dict[str, Any]) -> dict[str, Any]:
+    """A hold as the JSON gives it (without the analysis's own keys)."""
+    return {k: v for k, v in h.items() if not k.startswith("_")}
+
+
+def _unaffordable(store: Store, epoch: int, spans: Spans) -> list[dict[str, Any]]:
+    """The requests no escrow could fund in the epoch (``queries/remints_unaffordable_requests.sql``):
+    those the gateway logged during it; one logged without a time is listed (nothing places it
+    in another epoch)."""
+    out = []
+    for r in store.query("remints_unaffordable_requests"):
+        r["at"] = utc(r["at"])
+        if r["at"] is not None and spans.epoch_near(r["at"]) != epoch:
+            continue
+        r["escrows"] = [int(e) for e in r["escrows"] or []]
+        out.append(r)
+    return out
+
+
+def _per_model(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{m} {n}" for m, n in sorted(Counter(r["model"] or "?" for r in rows).items()))
+
+
+def _unaffordable_summary(rows: list[dict[str, Any]]) -> str:
+    return (f"{len(rows)} request(s) no escrow could fund ({_per_model(rows)}): answered 503 with Retry-After; no "
+            "escrow was retired, none spent a nonce or balance (#1799's fix at work); the cost to the client is the "
+            "503")
+
+
+def _hold_findings(hs: list[dict[str, Any]], epoch: int) -> list[Finding]:
+    """``spurious_hold``: a hold begun with the escrow's balance at or above its own release
+    balance held a healthy escrow: one request's reservation failed on it (e.g. through the
+    per-escrow route /devshard/<id>, which the pooled route's pre-filter does not cover), the
+    mechanism of #1799 surviving in the hold path."""
+    out = []
+    for h in hs:
+        if h["balance"] is None or h["release_balance"] is None or int(h["balance"]) < int(h["release_balance"]):
+            continue
+        req = h["request"] or {}
+        out.append(Finding(
+            "spurious_hold", "warn", {"kind": "escrow", "id": str(h["escrow"])},
+            (f"escrow {h['escrow']} held {_duration(h['held_for_s'])} ({h['outcome']}) with a balance of "
+             f"{int(h['balance']):,}, at or above its release balance {int(h['release_balance']):,}"
+             + (f": request {req['request']} ({_amount(req.get('input_bytes'))} input bytes, reservation "
+                f"{_amount(req.get('reservation'))}) could not reserve on it" if req else "")),
+            {"epoch": epoch, "request": h["request"], "balance": h["balance"],
+             "recoverable_in_flight": h["recoverable_in_flight"], "release_balance": h["release_balance"],
+             "started_at": h["started_at"], "ended_at": h["ended_at"], "held_for_s": h["held_for_s"],
+             "outcome": h["outcome"], "reason": h["reason"],
+             "query": "queries/remints_holds.sql, queries/remints_requests.sql"},
+            model=h["model"]))
+    return out
+
+
+def _hold_tables(hs: list[dict[str, Any]], unaffordable: list[dict[str, Any]]) -> list[Table]:
+    cols = ["escrow", "model", "reason", "started_at", "balance", "recoverable_in_flight", "release_balance",
+            "outcome", "ended_at", "held_for_s", "replacement_escrow"]
+    t1 = Table("Escrow holds", cols, [{k: h[k] for k in cols} for h in hs],
+               narrow=["reason", "recoverable_in_flight"],
+               failing=lambda r: r["balance"] is not None and r["release_balance"] is not None
+               and r["balance"] >= r["release_balance"])
+    ucols = ["request", "model", "escrows_refused", "escrows", "at", "retry_after_seconds", "reservation", "input_bytes"]
+    t2 = Table("Requests no escrow could fund (503, Retry-After)", ucols,
+               [{**{k: r[k] for k in ucols}, "escrows": ", ".join(map(str, r["escrows"]))} for r in unaffordable],
+               [_unaffordable_summary(unaffordable)] if unaffordable else [])
+    return [t for t in (t1, t2) if t.rows]
 
 
 def _life(life: dict[str, Any], uses: Uses, d: dict[str, Any] | None) -> dict[str, Any]:

@@ -159,19 +159,30 @@ _PREFIX = re.compile(rf"^(?:({D_RE}) )?(?:({G_RE}) )?")
 _DEVSHARD_DEACT = re.compile(r"devshard (\S+) deactivated: (.*)$")
 _ZERO_CAP = re.compile(r"gateway: all (\d+) candidate escrow\(s\) at zero capacity, returning (\d+);"
                        r" per-escrow weights:[ \t]*(.*)$")
+# the October 2026 gateway's (section 14.3): only the escrows that can fund the request count,
+# the others are said skipped, and the answer is a 503
+_ZERO_CAP_AFFORDABLE = re.compile(r"gateway: all (\d+) affordable escrow\(s\) at zero capacity \((\d+) skipped as"
+                                  r" unable to fund the request\), returning (\d+); per-escrow weights:[ \t]*(.*)$")
+# a slog JSON record whose message is a short phrase, not a gateway event (``nonce committed``,
+# ``attempt finished``): the successor gateway's JSON logs (devshard/cmd/gateway of the
+# qdanik/gonka fork, gateway-logs.md 13.3), which this parser does not read
+_JSON_PHRASE = re.compile(r"[a-z][a-z0-9]*(?: [a-z0-9]+){1,5}")
 _PHASE_GATE = "chain phase gate:"
 
 
 # a reporter's cut in a pasted line (section 13.1), standing alone between pairs
 ELISIONS = frozenset({"\u2026", "..."})
 
-# stage names (sections 3 and 13.2): a raw event of one of these names is that stage, its
+# stage names (sections 3, 13.2 and 14): a raw event of one of these names is that stage, its
 # request unknown
 STAGE_NAMES = frozenset("""
 attempt_inter_chunk_stall background_timeout_failed classify_buffer_dropped decision_made empty_stream
 error_stream escalation_skipped escrow_not_found_reported_by_host escrow_participant_state_blocked
 escrow_participant_state_rewound first_token gateway_cache_hit gateway_cache_miss gateway_cache_stored
-gateway_devshard_limiter_bypassed_during_poc gateway_limiter_acquired gateway_limiter_bypassed_during_poc
+gateway_all_escrows_refused_funding gateway_devshard_cache_hit gateway_devshard_cache_miss
+gateway_devshard_cache_skipped gateway_devshard_cache_stored gateway_devshard_limiter_acquired
+gateway_devshard_limiter_bypassed_during_poc gateway_devshard_limiter_rejected gateway_devshard_request_received
+gateway_devshard_runtime_selected gateway_devshard_unavailable gateway_escrow_refused_funding gateway_limiter_acquired gateway_limiter_bypassed_during_poc
 gateway_limiter_rejected gateway_model_rejected gateway_model_unavailable_retry_later gateway_request_forwarded
 gateway_request_received gateway_runtime_select_failed gateway_runtime_selected ghost_probe_answered_for
 ghost_probe_sent ghost_probe_served ghost_probe_skipped ghost_probe_unserved nonce_disposition
@@ -287,6 +298,11 @@ def parse_text_body(body: str) -> tuple[str, str, str | None, list[tuple[str, An
     if m:
         return ("event", "gateway_zero_capacity", None,
                 [("candidates", m.group(1)), ("status", m.group(2)), ("weights", m.group(3).strip())], [])
+    m = _ZERO_CAP_AFFORDABLE.match(body)
+    if m:
+        return ("event", "gateway_zero_capacity", None,
+                [("candidates", m.group(1)), ("skipped_unfundable", m.group(2)), ("status", m.group(3)),
+                 ("weights", m.group(4).strip())], [])
     starts: list[int] = []
     try:
         toks = tokenize(body, starts)
@@ -393,7 +409,10 @@ def _json_record(body: str, dts, gts) -> Event | Reject:
         return Event("stage", stage, request, fields_json(rest, quote_keys=True), dts, rts, gts, "json", level)
     if type(msg) is str:
         extra = [(k, v) for i, (k, v) in enumerate(obj) if i not in {ti, li, mi}]
-        return _text_event(msg, dts, gts, rts, level, "json", extra)
+        r = _text_event(msg, dts, gts, rts, level, "json", extra)
+        if isinstance(r, Reject) and r.reason == "not_gateway" and _JSON_PHRASE.fullmatch(msg):
+            return Reject("successor_json")
+        return r
     return Reject("bad_json")
 
 

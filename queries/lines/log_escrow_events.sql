@@ -13,7 +13,11 @@ SELECT
     TRY_CAST(fields->>'epoch' AS BIGINT) AS epoch,
     fields->>'tx_hash' AS tx_hash,
     TRY_CAST(fields->>'balance' AS HUGEINT) AS balance,
-    TRY_CAST(fields->>'threshold' AS HUGEINT) AS threshold,
+    -- the leading digits when the em-dash tail is glued to the value or mangled ("1000000—holding",
+    -- "1000000 -- holding"): that text changed across versions (gateway-logs.md 14.3)
+    coalesce(TRY_CAST(fields->>'threshold' AS HUGEINT),
+             TRY_CAST(regexp_extract(fields->>'threshold', '^([0-9]+)(?:\s|\x{2014}|\x{2013}|-|\x{e2})', 1) AS HUGEINT))
+        AS threshold,
     CASE WHEN name = 'escrow_nonce_high' THEN nonce END AS nonce,
     TRY_CAST(fields->>'limit' AS BIGINT) AS nonce_limit,
     TRY_CAST(fields->>'deactivated_in_store' AS BOOLEAN) AS deactivated_in_store,

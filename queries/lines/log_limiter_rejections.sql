@@ -1,5 +1,7 @@
 -- Requests the gateway turned away: limiter rejections (stage gateway_limiter_rejected),
--- all-escrows-at-zero-capacity 429s, and per-participant limiter rejections.
+-- all-escrows-at-zero-capacity answers (429 before gateway v4.1.2; 503 after, counting only
+-- the escrows that can fund the request: log_escrow_routing has those), and per-participant
+-- limiter rejections.
 SELECT
     file_id, line_no, ts, request,
     CASE WHEN name = 'gateway_limiter_rejected' THEN 'limiter'
