@@ -48,15 +48,17 @@ class WatchCall:
     backtest: int | None
 
 
-def call(participant, once, interval, margin_share, host, prom_textfile, backtest) -> WatchCall:
+def call(participants=(), once=False, interval="10m", margin_share=0.2, hosts=(), prom_textfile=None,
+         backtest=None) -> WatchCall:
+    """``auditor watch``'s flags (analyses/watch.py WatchOptions) checked together."""
     if not 0 <= margin_share < 1:
         raise UsageError(f"--margin-share {margin_share}: give a share in [0, 1), e.g. 0.2")
-    live_only = [flag for flag, given in (("--once", once), ("--host", host), ("--prom-textfile", prom_textfile))
+    live_only = [flag for flag, given in (("--once", once), ("--host", hosts), ("--prom-textfile", prom_textfile))
                  if given]
     if backtest is not None and live_only:
         raise UsageError(f"{', '.join(live_only)}: only a live watch reads that; --backtest {backtest} replays "
                          "the readings stored (give --participant to narrow it)")
-    return WatchCall(tuple(participant or ()), once, seconds(interval), margin_share, tuple(host or ()),
+    return WatchCall(tuple(participants or ()), once, seconds(interval), margin_share, tuple(hosts or ()),
                      prom_textfile, backtest)
 
 

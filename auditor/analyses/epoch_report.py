@@ -12,14 +12,31 @@ from __future__ import annotations
 import threading
 from collections import deque
 from contextlib import nullcontext
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..result import Result, ranked, utc_text
-from ..store import Store
 from . import coverage, epoch_facts
 from .context import Run, run_for
-from .frame import Options, require_epoch
+from .frame import Call, Options, require_epoch
 from .registry import ANALYSES
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
+
+
+@dataclass(frozen=True)
+class EpochOptions(Options):
+    """``auditor epoch N``'s options: the shared ones, with the time range."""
+
+    RANGE = True
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> Call:
+        def report(store: Store, epoch: int, options: Options) -> Result:
+            return run(store, epoch, options, progress=store.progress)
+
+        return Call(epoch, Options(**values), run=report)
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None,

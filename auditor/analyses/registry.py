@@ -67,12 +67,11 @@ class Metric:
 
 @dataclass(frozen=True)
 class Command:
-    """An analysis's own CLI command: its name, the usage the README shows, and its --help
-    text (ending with an ``Example:`` block). Its flags: ``cli.FLAGS[key]`` (default: epoch N
-    and --participant)."""
+    """An analysis's own CLI command: its name and its --help text (ending with an
+    ``Example:`` block). Its flags, and the usage the README shows, are made from the
+    analysis's Options class (``option`` fields, analyses/frame.py)."""
 
     name: str
-    usage: str
     help: str
 
 
@@ -117,6 +116,10 @@ class Analysis:
             return Options
         return getattr(self.load(), self.options)
 
+    def usage(self) -> str:
+        """Its command's usage, made from its Options class (the README's command table)."""
+        return self.options_class().usage(self.command.name)
+
     def options_from(self, options: Any) -> Any:
         """``options`` as this analysis's own options (``Options.of``): the shared fields
         (participant, since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
@@ -147,7 +150,7 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "miss_test", "Miss test", "auditor.analyses.misstest",
         summary="the chain's miss test for every participant of epoch N",
-        command=Command("misstest", "`auditor misstest N [source flags] [output flags] [--participant ADDR]`", """\
+        command=Command("misstest", """\
 Reproduce the chain's binomial miss test for every participant of epoch N.
 
 \b
@@ -181,7 +184,7 @@ Example:
     Analysis(
         "poc_overload", "Preserved hosts under confirmation PoC", "auditor.analyses.poc_overload",
         summary="preserved hosts of each cPoC: weight, cap, load, misses, the miss test, the capped counterfactual",
-        command=Command("poc-overload", "`auditor poc-overload N [...] [--per-10000 X]`", """\
+        command=Command("poc-overload", """\
 Preserved hosts under each confirmation PoC of epoch N: weight and cap, load, misses,
 the miss test, and the window replayed with the proposed per-host cap.
 
@@ -218,8 +221,7 @@ Example:
         "preserved_targets", "Preserved-weight targets from PoC demand", "auditor.analyses.targets",
         summary="per-model demand in PoC windows, D_m, the suggested target, fill plans, the covering "
                 "`poc_slot_allocation`",
-        command=Command("targets", "`auditor targets N` / `auditor targets --epochs A..B [--statistic max\\|pNN] "
-                                   "[--headroom 1.25]`", """\
+        command=Command("targets", """\
 Per-model preserved-weight targets from the demand measured in PoC windows: D_m, the
 suggested max(target, D_m), a largest-first fill plan and the chain's smallest-first choice.
 
@@ -244,7 +246,7 @@ Example:
         "hedging", "Hedging waste", "auditor.analyses.hedging",
         summary="races, suppressed losers, wasted work, predictability, remedies' savings, "
                 "`primary_unresponsive` false positives",
-        command=Command("hedging", "`auditor hedging N` / `auditor hedging --since T --until T`", """\
+        command=Command("hedging", """\
 Hedging waste: races, primaries beaten by speed-up hedges, suppressed losers that ran
 to completion, predictability, primary_unresponsive false positives and what the
 remedies would have saved, over epoch N's span or --since/--until.
@@ -277,7 +279,7 @@ Example:
         "remints", "Escrow remints", "auditor.analyses.remints",
         summary="every escrow deactivation classified spurious / legitimate / unknown, mints per model, "
                 "peaks, costs",
-        command=Command("remints", "`auditor remints N [--threshold X]`", """\
+        command=Command("remints", """\
 Escrow remints: every deactivation of epoch N classified spurious (one request too large
 for a healthy escrow retired it), legitimate (low balance, high nonce, epoch rotation) or
 unknown (with what is missing), the replacement mints per model, unexplained mint peaks,
@@ -310,7 +312,8 @@ EPOCH = Analysis(
     "epoch", "Epoch report", "auditor.analyses.epoch_report",
     summary="collect what is missing for epoch N, then run every analysis: all findings ranked by severity, "
             "then one section per analysis",
-    command=Command("epoch", "`auditor epoch N [source flags] [output flags] [--participant ADDR]`", """\
+    options="EpochOptions",
+    command=Command("epoch", """\
 Collect what is missing for epoch N, then print its report: every analysis, and
 all their findings ranked by severity.
 
@@ -328,10 +331,7 @@ WATCH = Analysis(
     "watch", "Miss test of the running epoch", "auditor.analyses.watch",
     summary="the running epoch's miss test projected to its end, per participant, with the misses not yet "
             "on chain; once for cron, or re-read at an interval; `--backtest N` replays epoch N's readings",
-    command=Command("watch", "`auditor watch [--participant ADDR]... [--once] [--interval 10m] "
-                             "[--margin-share 0.2] [--host URL]... [source flags] [output flags] "
-                             "[--prom-textfile PATH]` / "
-                             "`auditor watch --backtest N [--participant ADDR]...`", """\
+    command=Command("watch", """\
 Early warning: the chain's miss test of the running epoch, projected to its end from the
 chain's counters (settled escrows) plus the misses of escrows not settled yet (--accounting,
 --host). Without --once it re-reads every --interval and prints only what changed.
@@ -433,15 +433,17 @@ def _row(*cells: str) -> str:
 COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`",
                     "collect any combination of sources into the store")]
 COMMANDS_AFTER = [
-    ("report daily", "`auditor report daily --out DIR [--date D] [--fail-on L] [--prom-textfile PATH]`",
+    ("report daily", "`auditor report daily --out DIR [--date D] [--epoch N] [--fail-on L] [--prom-textfile PATH] "
+                     "[source flags]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
     ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE]`", "query the store"),
-    ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
+    ("serve", "`auditor serve DIR... [--port 8000]`", "serve `--record` directories on loopback"),
 ]
 
 
 def commands_table() -> list[str]:
-    rows = [(u, s) for _, u, s in COMMANDS_BEFORE] + [(a.command.usage, a.summary) for a in commands()]
+    rows = [(u, s) for _, u, s in COMMANDS_BEFORE] + [(f"`{a.usage()}`".replace("|", "\\|"), a.summary)
+                                                      for a in commands()]
     return ["| command | what it does |", "|---|---|",
             *(_row(*r) for r in rows + [(u, s) for _, u, s in COMMANDS_AFTER])]
 

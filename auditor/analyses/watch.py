@@ -28,7 +28,7 @@ from typing import Any
 
 from ..result import Finding, Result, Table, utc_text
 from .context import Run
-from .frame import Options
+from .frame import Options, option
 from .misstest import facts as misstest_facts, grace_applied, verdict_of as chain_test
 from .misstest_math import P0Result, dynamic_p0
 
@@ -43,8 +43,32 @@ ASSUMPTION = ("projection: requests and misses keep arriving at the average rate
 
 @dataclass(frozen=True)
 class WatchOptions(Options):
-    margin_share: float = 0.2                # warn when the margin is under this share of the allowance
-    participants: tuple[str, ...] = ()       # only these (the network figures still come from all)
+    """``auditor watch``'s options: the assessment's (participants, margin_share) and the
+    command's own (once, interval, hosts, prom_textfile, backtest: auditor/watch.py)."""
+
+    participants: tuple[str, ...] = option((), "--participant", "Only this participant (repeatable; the network "
+                                           "figures still come from all).", metavar="ADDR", short="-p", repeat=True)
+    once: bool = option(False, "--once", "One reading and report, then exit (for cron).")
+    interval: str = option("10m", "--interval", "Time between readings without --once, e.g. 30s, 10m, 1h.",
+                           metavar="DURATION")
+    margin_share: float = option(0.2, "--margin-share", "Warn when the projected margin is under this share of "
+                                 "the misses allowed.", metavar="X")
+    hosts: tuple[str, ...] = option((), "--host", "A devshard host's base, http://HOST:PORT/devshard/<version>: its "
+                                    "unsettled slots. Repeatable.", metavar="URL", repeat=True)
+    prom_textfile: Path | None = option(None, "--prom-textfile", "Keep the margin, projected verdict and requests "
+                                        "per participant here (node_exporter textfile).", metavar="PATH")
+    backtest: int | None = option(None, "--backtest", "Replay settled epoch N's stored readings against its "
+                                  "verdicts.", metavar="N", min=0)
+
+    EPOCH = None
+    WITHOUT = ("participant",)       # --participant is participants' (repeatable)
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> Any:
+        """The command's flags as its WatchCall (auditor/watch.py: live, or --backtest)."""
+        from ..watch import call
+
+        return call(**values)
 
 
 # -- one reading ----------------------------------------------------------------------------
