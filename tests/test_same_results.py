@@ -8,14 +8,18 @@ normalisation (make_golden.normalise: the store's directory, the repository's pa
 loopback port of a --replay server, the order of a list whose order varies by ties today).
 
 A result that changes on purpose is not silenced by rewriting the golden file from code not
-yet known to be right. Two knobs say what changed, and leave the rest compared:
-- DROP_KEYS: (command, dotted path in its JSON output) left out of both sides, e.g.
-  ("epoch", "hedging.races") once the epoch JSON stops listing every race by default
-  (issue 21, "Output sized for people");
+yet known to be right. What may differ is declared, and the rest stays compared, nested keys
+included:
+- a new analysis's own key at the top of ``auditor epoch N``'s JSON (any key of the registry's
+  ANALYSES the golden lacks): adding an analysis needs no edit here;
+- ADDED: keys an issue adds, per command and path: ``{"remints": {"": ["holds"],
+  "escrows[]": ["unaffordable_requests"]}}`` (``""`` the top level, ``a.b`` a nested object,
+  ``a[]`` every item of the list ``a``); each entry names its issue;
+- CHANGED: a path whose value changes on purpose, left out of the comparison and held by the
+  function named instead, e.g. the epoch report's races (issue 21, "Output sized for people");
 - EXTRA_FLAGS: flags added to the run of a command (not to the golden), e.g.
-  {"hedging": ("--races",)} when a flag brings a list back: the list is then compared in full
+  {"hedging": ("--all-races",)} when a flag brings a list back: the list is then compared in full
   against the output of the code before the change.
-Both are empty now: nothing is left out.
 
 The largest cases are marked slow (``-m "not slow"`` leaves them out for a quick look).
 """
@@ -23,6 +27,7 @@ The largest cases are marked slow (``-m "not slow"`` leaves them out for a quick
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -35,19 +40,60 @@ golden = importlib.util.module_from_spec(_spec)
 sys.modules["make_golden"] = golden      # dataclasses look their module up
 _spec.loader.exec_module(golden)
 
-# issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
-# hedging command with --all-races lists them all, and is held to the old full list below;
-# the epoch's races are held to being those of the old list, as_listed_from_the_whole);
-# races_listed, which says so, is new
-DROP_KEYS: frozenset[tuple[str, str]] = frozenset({
-    ("epoch", "hedging.races"), ("epoch", "hedging.races_listed"), ("hedging", "races_listed")})
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 
+# keys an issue adds: {command: {path: [keys]}} (the module docstring)
+ADDED: dict[str, dict[str, list[str]]] = {
+    # issue 21: races_listed says how many races the JSON lists
+    "epoch": {"hedging": ["races_listed"]},
+    "hedging": {"": ["races_listed"]},
+}
 
-def dropped(result: dict, command: str) -> dict:
-    """``result`` without the DROP_KEYS paths of ``command`` (a copy where one is dropped)."""
+
+def as_listed_from_the_whole(before: dict, now: dict) -> None:
+    """The epoch report's races (left out of the comparison) are the old full list's: each
+    race as it was, in the old order, the RACES_LISTED with the most wasted work (all of them
+    when there are no more)."""
+    from auditor.analyses.hedging import RACES_LISTED
+
+    def races(result: dict) -> list:
+        out = result["output"]
+        return (out.get("hedging") or {}).get("races", []) if isinstance(out, dict) else []
+
+    def waste(race: dict) -> int:
+        return sum(a["wasted_ms"] or 0 for a in race["attempts"])
+
+    old, new = races(before), races(now)
+    assert len(new) == min(RACES_LISTED, len(old))
+    assert [r for r in old if r in new] == new, "a listed race differs from the old list's, or is out of its order"
+    if new:
+        assert min(map(waste, new)) >= sorted(map(waste, old), reverse=True)[len(new) - 1]
+
+
+# issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
+# hedging command with --all-races lists them all, and is held to the old full list)
+CHANGED: dict[tuple[str, str], object] = {("epoch", "hedging.races"): as_listed_from_the_whole}
+
+
+def new_analyses() -> set[str]:
+    """The keys a new analysis may add at the top of the epoch report's JSON."""
+    from auditor.analyses import registry
+
+    return {a.key for a in registry.ANALYSES}
+
+
+def accepted(command: str) -> dict[str, set[str]]:
+    """The keys ``command``'s JSON may hold that its golden lacks, by path."""
+    out = {path: set(keys) for path, keys in ADDED.get(command, {}).items()}
+    if command == "epoch":
+        out.setdefault("", set()).update(new_analyses())
+    return out
+
+
+def without_changed(result: dict, command: str) -> dict:
+    """``result`` without the CHANGED paths of ``command`` (a copy where one is left out)."""
     result = dict(result)
-    for cmd, path in DROP_KEYS:
+    for cmd, path in CHANGED:
         if cmd != command:
             continue
         *parents, last = path.split(".")
@@ -65,25 +111,34 @@ def dropped(result: dict, command: str) -> dict:
 _MISSING = "<missing>"
 
 
-def first_difference(expected, actual, path: str = "$"):
+def _declared(path: str, root: str) -> str:
+    """A path of first_difference (``$.escrows[3].x``) as ADDED writes it (``escrows[].x``):
+    from ``root``, the command's JSON."""
+    return re.sub(r"\[\d+\]", "[]", path.removeprefix(root)).removeprefix(".")
+
+
+def first_difference(expected, actual, path: str = "$", added: dict[str, set[str]] | None = None,
+                     root: str = "$"):
     """The first place where two JSON values differ, as (path, expected, actual); None when
-    they are equal. Exact: 1, 1.0 and True differ."""
+    they are equal. Exact: 1, 1.0 and True differ. A key only ``actual`` holds is no
+    difference where ``added`` declares it at that path from ``root`` (``accepted``)."""
+    added = added or {}
     if type(expected) is not type(actual):
         return path, expected, actual
     if isinstance(expected, dict):
         for key in expected:
             if key not in actual:
                 return f"{path}.{key}", expected[key], _MISSING
-            found = first_difference(expected[key], actual[key], f"{path}.{key}")
+            found = first_difference(expected[key], actual[key], f"{path}.{key}", added, root)
             if found:
                 return found
         for key in actual:
-            if key not in expected:
+            if key not in expected and key not in added.get(_declared(path, root), ()):
                 return f"{path}.{key}", _MISSING, actual[key]
         return None
     if isinstance(expected, list):
         for i, (e, a) in enumerate(zip(expected, actual)):
-            found = first_difference(e, a, f"{path}[{i}]")
+            found = first_difference(e, a, f"{path}[{i}]", added, root)
             if found:
                 return found
         if len(expected) != len(actual):
@@ -109,12 +164,44 @@ def test_first_difference_names_the_path_and_both_values():
     assert first_difference([1, 2], [1]) == ("$[1] (lengths 2 expected, 1 actual)", 2, _MISSING)
 
 
-def test_dropped_leaves_out_only_the_path_of_its_command(monkeypatch):
-    monkeypatch.setattr(sys.modules[__name__], "DROP_KEYS", frozenset({("epoch", "hedging.races")}))
+def test_without_changed_leaves_out_only_the_path_of_its_command():
     res = {"output": {"hedging": {"races": [1], "hosts": [2]}, "races": [3]}}
-    assert dropped(res, "epoch") == {"output": {"hedging": {"hosts": [2]}, "races": [3]}}
+    assert without_changed(res, "epoch") == {"output": {"hedging": {"hosts": [2]}, "races": [3]}}
     assert res["output"]["hedging"]["races"] == [1]                      # the golden itself is untouched
-    assert dropped(res, "hedging") == res
+    assert without_changed(res, "hedging") == res
+
+
+def test_a_declared_addition_is_accepted_and_any_other_fails(monkeypatch):
+    """Added keys pass only where declared: at the top, nested, in every item of a list; an
+    undeclared one fails at any depth, and so does a declared name at another path."""
+    monkeypatch.setitem(ADDED, "remints", {"": ["holds"], "escrows[]": ["unaffordable_requests"],
+                                           "costs.total": ["per_model"]})
+    before = {"epoch": 1, "escrows": [{"id": "a"}, {"id": "b"}], "costs": {"total": {"units": 5}}}
+    now = {"epoch": 1, "holds": 3, "escrows": [{"id": "a", "unaffordable_requests": 1},
+                                              {"id": "b", "unaffordable_requests": 0}],
+           "costs": {"total": {"units": 5, "per_model": {}}}}
+    assert first_difference(before, now, added=accepted("remints")) is None
+    assert first_difference(before, {**now, "extra": 1}, added=accepted("remints")) == ("$.extra", _MISSING, 1)
+    nested = {**now, "costs": {"total": {"units": 5, "per_model": {}, "other": 2}}}
+    assert first_difference(before, nested, added=accepted("remints")) == ("$.costs.total.other", _MISSING, 2)
+    elsewhere = {**now, "escrows": [{"id": "a", "unaffordable_requests": 1, "holds": 1}, {"id": "b"}]}
+    assert first_difference(before, elsewhere, added=accepted("remints"))[0] == "$.escrows[0].holds"
+    assert first_difference({"epoch": 1}, {"epoch": 1, "holds": 3}, added=accepted("misstest")) == \
+        ("$.holds", _MISSING, 3)                                          # another command's declaration
+    changed = {**now, "escrows": [{"id": "z", "unaffordable_requests": 1}, now["escrows"][1]]}
+    assert first_difference(before, changed, added=accepted("remints")) == ("$.escrows[0].id", "a", "z")
+
+
+def test_a_new_analysis_key_is_accepted_at_the_top_of_the_epoch_report_only(monkeypatch):
+    from auditor.analyses import registry
+    from auditor.analyses.registry import Analysis
+
+    monkeypatch.setattr(registry, "ANALYSES", [*registry.ANALYSES, Analysis("slot_balance", "S", "nowhere")])
+    before = {"epoch": 1, "hedging": {"x": 1}}
+    assert first_difference(before, {**before, "slot_balance": {}}, added=accepted("epoch")) is None
+    assert first_difference(before, {**before, "other": {}}, added=accepted("epoch"))[0] == "$.other"
+    inner = {"epoch": 1, "hedging": {"x": 1, "slot_balance": 2}}
+    assert first_difference(before, inner, added=accepted("epoch"))[0] == "$.hedging.slot_balance"
 
 
 @pytest.fixture(scope="module")
@@ -138,35 +225,17 @@ def test_same_result_as_before(case, stores):
     command = case.argv[0]
     proc = run_cli(*case.argv, *EXTRA_FLAGS.get(command, ()), db=db)
     whole = golden.result(case, proc, store_dir)                        # its argv: the case's, less EXTRA_FLAGS
-    actual = dropped(whole, command)
-    expected = dropped(golden.load_golden(case), command)
-    if command == "epoch":
-        as_listed_from_the_whole(golden.load_golden(case), whole)
-    found = first_difference(expected, actual)
+    actual = without_changed(whole, command)
+    expected = without_changed(golden.load_golden(case), command)
+    for (cmd, _path), check in CHANGED.items():
+        if cmd == command:
+            check(golden.load_golden(case), whole)
+    found = first_difference({**expected, "output": None}, {**actual, "output": None}) or \
+        first_difference(expected["output"], actual["output"], "$.output", accepted(command), root="$.output")
     if found:
         where, want, got = found
         pytest.fail(f"{case.stem} ({golden.golden_path(case).name}) differs at {where}:\n"
                     f"  before: {_short(want)}\n  now:    {_short(got)}", pytrace=False)
-
-
-def as_listed_from_the_whole(before: dict, now: dict) -> None:
-    """The epoch report's races (dropped from the comparison) are the old full list's: each
-    race as it was, in the old order, the RACES_LISTED with the most wasted work (all of them
-    when there are no more)."""
-    from auditor.analyses.hedging import RACES_LISTED
-
-    def races(result: dict) -> list:
-        out = result["output"]
-        return (out.get("hedging") or {}).get("races", []) if isinstance(out, dict) else []
-
-    def waste(race: dict) -> int:
-        return sum(a["wasted_ms"] or 0 for a in race["attempts"])
-
-    old, new = races(before), races(now)
-    assert len(new) == min(RACES_LISTED, len(old))
-    assert [r for r in old if r in new] == new, "a listed race differs from the old list's, or is out of its order"
-    if new:
-        assert min(map(waste, new)) >= sorted(map(waste, old), reverse=True)[len(new) - 1]
 
 
 def test_every_golden_file_has_its_case():
