@@ -110,8 +110,8 @@ def test_every_emitted_code_is_declared_and_every_declared_code_emitted():
 def test_records_are_consistent():
     keys = [a.key for a in registry.ANALYSES]
     assert len(keys) == len(set(keys))
-    for i, a in enumerate(registry.ANALYSES):
-        assert set(a.depends) <= set(keys[:i]), f"{a.key} depends on an analysis run after it"
+    for a in registry.ANALYSES:
+        assert set(a.sources) <= set(registry.SOURCES), f"{a.key} reads an unknown source {a.sources}"
         module = a.load()
         assert callable(getattr(module, a.function))
         assert getattr(module, "KEY", a.key) == a.key or a.function != "run"
@@ -120,6 +120,24 @@ def test_records_are_consistent():
         assert a.options_class()        # the named Options subclass exists
         for c in a.codes:
             assert set(c.severity) <= {"info", "warn", "error"} and c.subject and c.meaning
+
+
+def test_the_header_says_what_a_missing_source_leaves_unknown_by_the_registry():
+    """``no accounting: ... unknown`` lists every analysis whose record reads the accounting,
+    poc_overload too, whose own result names only chain and gateway_log (it read its
+    accounting rows, and found none)."""
+    from auditor.analyses import epoch_report
+    from auditor.result import Result
+
+    parts = {a.key: Result(a.key, a.title, [] if a.key in ("heights", "models", "cpoc_events") else {},
+                           coverage={"sources": ["chain", "gateway_log"] if a.key == "poc_overload" else ["chain"]})
+             for a in registry.ANALYSES}
+    parts["coverage"] = Result("coverage", "Coverage", {"chain": {"collected": True},
+                                                        "accounting": {"collected": False},
+                                                        "host": {"collected": False}})
+    lines = dict(epoch_report._header(parts, True, True))
+    assert lines["no accounting"] == "poc_overload, preserved_targets, remints: unknown, not zero"
+    assert lines["no host"] == "not collected; nothing in this report relies on it alone"
 
 
 def test_options_keep_the_shared_fields():

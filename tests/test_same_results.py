@@ -238,6 +238,21 @@ def test_same_result_as_before(case, stores):
                     f"  before: {_short(want)}\n  now:    {_short(got)}", pytrace=False)
 
 
+def test_every_analysis_reads_only_the_sources_its_record_names(stores):
+    """The registry's ``sources`` (what the epoch header's "no X: ... unknown" lines are made
+    from) hold every source each result of the demo's epoch report says it relied on."""
+    from auditor.analyses import epoch_report, registry
+    from auditor.store import Store
+
+    db, _ = stores("demo")
+    with Store(db) as store:
+        report = epoch_report.run(store, 403)
+    for part in report.parts:
+        a = registry.by_key(part.key)
+        read = (part.coverage or {}).get("sources", [])
+        assert read and all(a.reads(s) for s in read), f"{a.key} read {read}; its record names {a.sources}"
+
+
 def test_every_golden_file_has_its_case():
     """A golden file without a case would compare nothing; a case without one fails above."""
     stems = {c.stem for c in golden.CASES}

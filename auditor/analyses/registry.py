@@ -2,8 +2,8 @@
 commands the CLI has, which charts the html report draws, which metrics the textfile
 exports, which finding codes exist, and the README's tables of all of these.
 
-A record says what an analysis IS (its key, title, command, options, sources, the
-analyses it reads, its finding codes and metric families); its module says what it
+A record says what an analysis IS (its key, title, command, options, the sources it reads,
+its finding codes and metric families); its module says what it
 DOES: ``run(store, epoch, options[, ctx]) -> Result``, and at its end ``charts(result)``
 and ``metrics(result)``, functions of its result next to the code that makes the data.
 The module is imported only when the analysis runs, so ``auditor --help`` stays fast:
@@ -28,6 +28,10 @@ from pathlib import Path
 from typing import Any
 
 BASE_SUBJECT_KINDS = ("participant", "escrow", "model", "host_pair")
+# what an analysis may read: the sources a collect stores (coverage's entries); a result's
+# coverage may name a part of one (chain_escrows: the chain's escrows)
+SOURCES = ("chain", "accounting", "gateway_log", "metrics", "host")
+SOURCE_PARTS = {"chain_escrows": "chain"}
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,7 @@ class Analysis:
     summary: str = ""                        # one line: what it answers (the README's command table)
     command: Command | None = None           # None: a part of the epoch report only
     options: str | None = None               # the module's Options subclass (None: frame.Options)
-    sources: tuple[str, ...] = ("chain",)    # what it reads: chain, accounting, gateway_log, metrics
-    depends: tuple[str, ...] = ()            # keys of the analyses whose facts it reads (run before it)
+    sources: tuple[str, ...] = ("chain",)    # what it reads (SOURCES): the epoch header's "no X: ... unknown"
     kept: tuple[str, ...] = ()               # views over the logs it reads from their kept tables (Store.derived)
     codes: tuple[Code, ...] = ()
     metrics: tuple[Metric, ...] = ()         # samples: the module's metrics(result)
@@ -124,6 +127,10 @@ class Analysis:
         """``options`` as this analysis's own options (``Options.of``): the shared fields
         (participant, since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
         return self.options_class().of(options)
+
+    def reads(self, source: str) -> bool:
+        """Whether it reads ``source`` (a coverage entry's name: chain_escrows is the chain's)."""
+        return SOURCE_PARTS.get(source, source) in self.sources
 
     def charts_of(self, result: Any) -> list:
         return self.load().charts(result) if self.charts else []
@@ -196,7 +203,6 @@ Example:
   auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
         options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
         kept=("attempts", "log_ghosts", "log_host_lines", "log_participants"),
-        depends=("miss_test",),
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
                     "without a log, its misses in dispatch phase `confirmation_poc` by the accounting API, a large "
@@ -230,7 +236,7 @@ Example:
   auditor targets 433 --node http://node1.gonka.ai:8000 --gateway-log /var/log/gateway/app.log
   auditor targets --epochs 420..433 --offline --format md
   auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json"""),
-        options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
+        options="TargetsOptions", sources=("chain", "gateway_log", "accounting"),
         kept=("attempts",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
                     "an episode preserved less weight than the model's demand; warn when its hosts then took "
@@ -256,7 +262,7 @@ Example:
   auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
   auditor hedging 433 --offline --format json --fail-on warn
   auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md"""),
-        options="HedgingOptions", sources=("gateway_log", "chain"),
+        options="HedgingOptions", sources=("gateway_log", "chain", "metrics"),
         kept=("attempts", "hedge_attempts", "hedge_races", "hedge_priors", "log_host_lines", "log_participants"),
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
