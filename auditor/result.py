@@ -140,7 +140,7 @@ def subject_kinds() -> tuple[str, ...]:
 
 @dataclass
 class Finding:
-    """One thing an analysis flags: a stable ``code``, a ``severity``, the ``subject`` it is
+    """One thing an analysis flags: a stable ``code`` (one its registry record declares), a ``severity``, the ``subject`` it is
     about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary``, the
     ``evidence``: the numbers, and the query or rows they came from, and the ``action``: one
     line, the next step. The action is the code's text in the registry (``Code.action``),
@@ -157,6 +157,10 @@ class Finding:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+        from .analyses.registry import undeclared
+
+        if undeclared(self.code):
+            raise ValueError(undeclared(self.code))
         kinds = subject_kinds()
         if self.subject.get("kind") not in kinds or "id" not in self.subject:
             raise ValueError(f"subject {self.subject!r} needs kind in {kinds} and an id")

@@ -99,12 +99,56 @@ def test_every_registry_command_is_a_cli_command():
     assert not hasattr(cli, "FLAGS")        # an analysis's flags are its Options class's, nowhere else
 
 
-def test_every_emitted_code_is_declared_and_every_declared_code_emitted():
-    emitted = set()
-    for path in (ROOT / "auditor" / "analyses").glob("*.py"):
-        if path.name != "registry.py":
-            emitted |= set(re.findall(r'Finding\(\s*"([a-z_]+)"', path.read_text(encoding="utf-8")))
-    assert emitted and emitted == set(registry.codes())
+def finding_codes(source: str, name: str) -> tuple[set[str], list[str]]:
+    """The codes the ``Finding(...)`` calls of one module's ``source`` make, and what is wrong
+    with any of them, a line each: a code no record declares, or one that is neither a text
+    nor a module constant (a copy of a finding made elsewhere, ``Finding(f.code, ...)``, is fine)."""
+    import ast
+
+    tree = ast.parse(source)
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for t in node.targets if isinstance(t, ast.Name)}
+    made, problems = set(), []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding"):
+            continue
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "code"), None)
+        if isinstance(arg, ast.Attribute):
+            continue
+        code = arg.value if isinstance(arg, ast.Constant) else constants.get(getattr(arg, "id", None))
+        if not isinstance(code, str):
+            problems.append(f"{name}:{node.lineno}: a Finding whose code is neither a text nor a module constant")
+        elif registry.undeclared(code):
+            problems.append(f"{name}:{node.lineno}: {registry.undeclared(code)}")
+        else:
+            made.add(code)
+    return made, problems
+
+
+def test_every_finding_code_is_declared_in_the_registry_and_every_declared_code_made():
+    made, problems = set(), []
+    for path in sorted((ROOT / "auditor" / "analyses").glob("*.py")):
+        codes, wrong = finding_codes(path.read_text(encoding="utf-8"), path.name)
+        made |= codes
+        problems += wrong
+    problems += [f"{c}: declared in auditor/analyses/registry.py, and no analysis makes a Finding with it"
+                 for c in sorted(set(registry.codes()) - made)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_code_check_reads_constants_and_says_what_is_wrong():
+    """The old check was a regex over ``Finding("literal"``: ``Finding(CODE, ...)`` failed it
+    with a bare set difference."""
+    made, problems = finding_codes('CODE = "mint_peak"\nOTHER = "mint_peek"\n'
+                                   'def f(x):\n    return [Finding(CODE, "warn", {}, ""), Finding(OTHER, "warn", {}, ""),\n'
+                                   '            Finding(x.code, "warn", {}, ""), Finding(code_of(x), "info", {}, "")]\n',
+                                   "slot_balance.py")
+    assert made == {"mint_peak"}
+    assert problems == ["slot_balance.py:4: finding code 'mint_peek' is not declared: add Code('mint_peek', "
+                        "severities, subject kind, meaning, action) to the codes of its analysis's record in "
+                        "auditor/analyses/registry.py",
+                        "slot_balance.py:5: a Finding whose code is neither a text nor a module constant"]
 
 
 def test_records_are_consistent():

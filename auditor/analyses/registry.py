@@ -385,6 +385,15 @@ def codes() -> dict[str, Code]:
     return {c.code: c for a in _records() for c in a.codes}
 
 
+def undeclared(code: str) -> str | None:
+    """What is wrong with a finding's ``code`` that no record declares, in a sentence; None
+    when one does (``Finding`` refuses an undeclared one: a code is the registry's)."""
+    if code in codes():
+        return None
+    return (f"finding code {code!r} is not declared: add Code({code!r}, severities, subject kind, meaning, "
+            f"action) to the codes of its analysis's record in auditor/analyses/registry.py")
+
+
 class _Facts(dict):
     """What an action's placeholders are filled from; one it lacks stays a word to replace."""
 
