@@ -129,6 +129,11 @@ PASS_COLOUR = "#1f77b4"
 
 SEVERITIES = ("info", "warn", "error")                 # in rising order
 
+# The version of every command's JSON (its ``schema_version``, CHANGELOG.md): raised when a key
+# is removed or renamed, or its meaning or type changes; a key added keeps it (a reader skips
+# the keys it does not know), and CHANGELOG.md lists it.
+SCHEMA_VERSION = 1
+
 
 def subject_kinds() -> tuple[str, ...]:
     """The kinds a finding may be about: the registry's (``analyses/registry.py``), so an
@@ -224,9 +229,10 @@ class Result:
                    coverage={"sources": sources, "missing": [reason]}, complete=False, unavailable=reason)
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON one analysis command prints: its data, its findings and its coverage
-        (a plain query result, with neither, is its data alone)."""
+        """The JSON a command prints: its ``schema_version``, then its data, its findings and
+        its coverage (a plain query result, with neither, is its data alone)."""
         data = self.data if isinstance(self.data, dict) else {self.key: self.data}
+        data = {"schema_version": SCHEMA_VERSION, **data}
         if not self.coverage and not self.findings:
             return data
         return {**data, "findings": [f.to_dict() for f in ranked(self.findings)], "coverage": self.coverage}

@@ -26,7 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..result import Finding, Result, Table, utc_text
+from ..result import SCHEMA_VERSION, Finding, Result, Table, utc_text
 from .context import Run
 from .frame import Options, option
 from .misstest import facts as misstest_facts, grace_applied, verdict_of as chain_test
@@ -316,7 +316,8 @@ def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") 
             continue
         changed = {k: [None if old is None else old[k], v] for k, v in now.items() if old is None or old[k] != v}
         if fmt == "json":
-            out.append(json.dumps({"taken_at": utc_text(d["taken_at"]), "epoch": d["epoch"], "height": d["height"],
+            out.append(json.dumps({"schema_version": SCHEMA_VERSION, "taken_at": utc_text(d["taken_at"]),
+                                   "epoch": d["epoch"], "height": d["height"],
                                    "progress": d["progress"], "participant": participant, "changed": changed}))
         else:
             out.append(f"{head}: {participant} " + ", ".join(
