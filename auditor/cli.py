@@ -172,8 +172,22 @@ OUTPUT = Group("out", [
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
 ], lambda fmt, output, fail_on, wide: Output(fmt.value, output, fail_on.value if fail_on else None, wide))
 
-TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
-                "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
+def _time_type():
+    """The click type of a time option: times.parse_time, the one parser of a time a user gives."""
+    from ._click import types
+
+    class Time(types.ParamType):
+        name = "time"
+
+        def convert(self, value, param, ctx):
+            from .times import parse_time
+
+            try:
+                return parse_time(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+
+    return Time()
 
 
 # -- shared command bodies ----------------------------------------------------
@@ -368,7 +382,7 @@ def _flag(field, hint) -> inspect.Parameter:
     if flag.repeat:
         kind, default = list[typing.get_args(kind)[0]], list(default)
     elif kind is datetime:
-        form["formats"] = TIME_FORMATS
+        form["click_type"] = _time_type()
     if flag.choices:
         kind = Enum(field.name, {c: c for c in flag.choices}, type=str)        # typer's choices; build takes .value
         form["metavar"] = flag.metavar or "|".join(flag.choices)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_SOURCE, NotFoundError, SourceError, UsageError, cannot_write
+from .times import utc
 
 LOCK_WAIT = 5.0
 LOCK_NAME = ".auditor-report.lock"
@@ -220,4 +221,4 @@ def report_day(store, epoch: int, day: date | None) -> date:
     row = store.one("SELECT start_time FROM chain_windows WHERE epoch = ? AND \"window\" = 'epoch'", [epoch])
     if row is None or row[0] is None:
         return datetime.now(timezone.utc).date()
-    return row[0].astimezone(timezone.utc).date()
+    return utc(row[0]).date()

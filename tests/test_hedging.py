@@ -499,3 +499,12 @@ def test_the_json_lists_the_races_with_most_waste_and_says_where_the_rest_are(in
         monkeypatch.setattr(hedging, "RACES_PER_PAGE", per_page)
         everything = run_json("hedging", "--offline", *RANGE, "--all-races", "--format", "json", db=db)
         assert everything["races"] == whole["races"] and everything["races_listed"]["which"] == "all"
+
+
+def test_a_range_in_iso_8601_with_a_zone_at_minute_precision(incident):
+    """--since/--until take ISO 8601 with Z or an offset, at minute precision too (times.parse_time):
+    the nine strptime patterns refused 2026-10-23T11:00Z."""
+    db, plain = incident
+    (since, until) = RANGE[1], RANGE[3]
+    zoned = ("--since", since[:16] + "Z", "--until", until[:13] + ":30+00:30")       # the same instants
+    assert run_json("hedging", "--offline", *zoned, "--format", "json", db=db) == plain

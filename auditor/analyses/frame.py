@@ -67,7 +67,7 @@ class Options:
 
     participant: str | None = option(None, "--participant", PARTICIPANT_HELP, metavar="ADDR", short="-p")
     since: datetime | None = option(None, "--since", "Start of the time range, for the analyses that work "
-                                    "over one (UTC unless a zone is given), e.g. 2026-10-23T11:35:00.",
+                                    "over one (ISO 8601; UTC unless a zone is given), e.g. 2026-10-23T11:35Z.",
                                     metavar="TIME")
     until: datetime | None = option(None, "--until", "End of the time range, exclusive (UTC unless a zone "
                                     "is given).", metavar="TIME")
@@ -158,4 +158,6 @@ def chart_label(address: str | None) -> str:
 
 def chart_time(v: Any) -> datetime:
     """A time of a result's data on a chart's axis: a datetime, or its ISO text."""
-    return v if isinstance(v, datetime) else datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+    from ..times import parse_time
+
+    return parse_time(v)
