@@ -50,12 +50,14 @@ class State:
 state = State()
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    md = "md"
-    html = "html"
+def _formats() -> type[Enum]:
+    """--format's choices: every record of report/formats.py (a light module: no format is imported)."""
+    from .report.formats import FORMATS
+
+    return Enum("Format", {name: name for name in FORMATS}, type=str)
+
+
+Format = _formats()
 
 
 class Severity(str, Enum):

@@ -103,8 +103,9 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
         folder = out_dir / report_day(store, job.epoch, when).isoformat()
     view = render.View(command=command)
     # all three files or none: a full disk never leaves json and md without html
-    render.write_all_atomic({folder / f"report.{fmt}": render.render(result, fmt, view) for fmt in FORMATS})
-    progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
+    records = [render.FORMATS[fmt] for fmt in FORMATS]
+    render.write_all_atomic({folder / f"report.{f.extension}": render.render(result, f.name, view) for f in records})
+    progress.log(f"report daily: wrote {folder}/report.{{{','.join(f.extension for f in records)}}} "
                  f"({len(result.findings)} findings)")
     return result, code, folder
 

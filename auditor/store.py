@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 
 from .errors import StoreError, UsageError
+from .limits import MEMORY_LIMIT, memory_limit  # noqa: F401  (memory_limit: read here too)
 from .times import utc as _utc
 
 
@@ -621,7 +622,6 @@ def _arrow_type(pa, name: str):
 
 
 SMALL_INSERT = 64
-MEMORY_LIMIT = "1GB"     # DuckDB's buffers (Store._limit_resources)
 
 
 HEADER_BYTES = 12_288      # a DuckDB file's headers: all a new store holds before its first block
@@ -668,11 +668,6 @@ def thread_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:                  # not Linux
         return os.cpu_count() or 1
-
-
-def memory_limit() -> str:
-    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT``, else MEMORY_LIMIT."""
-    return os.environ.get("AUDITOR_MEMORY_LIMIT") or MEMORY_LIMIT
 
 
 def _literal(v: str | bool) -> str:

@@ -451,3 +451,35 @@ def test_json_writer_streamed_list_is_the_list(items, per_page):
     for wrong in {len(items) + 1, max(len(items) - 1, 1)} - {len(items)}:
         with pytest.raises(RuntimeError, match="announced"):
             to_json({"races": Stream(wrong, pages)})
+
+
+def test_formats_are_records():
+    """Each format is one record (report/formats.py): --format offers every record, and each
+    names its extension, what it renders (a command's CSV: its first table, without findings;
+    the epoch report's CSV: its findings alone) and the writer that makes it."""
+    import importlib
+
+    from auditor import cli
+    from auditor.report.formats import FORMATS
+
+    assert [f.value for f in cli.Format] == list(FORMATS) == ["table", "json", "csv", "md", "html"]
+    for f in FORMATS.values():
+        module, function = f.writer.split(":")
+        assert callable(getattr(importlib.import_module(module), function)) and f.extension and f.renders
+    assert "first table, without its findings" in FORMATS["csv"].renders and "findings alone" in FORMATS["csv"].renders
+
+
+def test_a_new_format_is_one_record(monkeypatch):
+    import sys
+    import types
+
+    from auditor.report import render
+    from auditor.report.formats import FORMATS, Format
+    from auditor.result import Result, Table
+
+    module = types.ModuleType("fake_format")
+    module.write = lambda result, out, view: out.write("\n".join(map(str, result.tables[0].rows)))
+    monkeypatch.setitem(sys.modules, "fake_format", module)
+    monkeypatch.setitem(FORMATS, "lines", Format("lines", "txt", "a row a line", "fake_format:write"))
+    result = Result("x", "X", {}, [Table("t", ["a"], [{"a": 1}, {"a": 2}])])
+    assert render.render(result, "lines") == "{'a': 1}\n{'a': 2}"

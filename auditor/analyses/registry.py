@@ -140,6 +140,22 @@ class Analysis:
         return self.load().metrics(result) if self.metrics else ()
 
 
+# the report's own metric families (the textfile of report daily; promfile.py sets them)
+REPORT_METRICS = (
+    Metric("auditor_report_complete", (), "1 when the last run's report was complete, 0 when its data was "
+           "incomplete or the run failed", "1 when the last run's report was complete, 0 when it was "
+           "incomplete or failed (alert on it)", epoch=False),
+    Metric("auditor_report_timestamp_seconds", (), "When the last run ended (Unix time)",
+           "when the last run ended, a failed one too", epoch=False),
+    Metric("auditor_report_epoch", (), "The epoch the last run reported", "the epoch the last run reported "
+           "(absent when a run failed before knowing it)", epoch=False),
+    Metric("auditor_findings", ("code", "severity"), "Findings by code and severity",
+           "findings of each code and severity"),
+    Metric("auditor_findings_by_severity", ("severity",), "Findings by severity",
+           "the same by severity, 0 included (alert on it)"),
+)
+
+
 # -- the records, in report order -----------------------------------------------------------------
 # one family in two textfiles: report daily's (a settled epoch) and watch's (the running one)
 REQUESTS = Metric("auditor_miss_test_requests", ("participant",),
@@ -429,8 +445,6 @@ def subject_kinds() -> tuple[str, ...]:
 def metrics(*, live: bool = True) -> list[Metric]:
     """Every metric family of the textfiles, each once: the report's own, then each analysis's
     (``live=False``: report daily's alone, without the families only watch writes)."""
-    from ..report.promfile import REPORT_METRICS
-
     records = _records() if live else ANALYSES
     return list({m.name: m for m in [*REPORT_METRICS, *(m for a in records for m in a.metrics)]}.values())
 

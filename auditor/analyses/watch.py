@@ -19,6 +19,7 @@ warnings were false. :func:`loop` re-reads at the interval and prints only what 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..result import SCHEMA_VERSION, Finding, Result, Table, utc_text
 from .context import Run
 from .frame import Options, option
@@ -64,11 +66,48 @@ class WatchOptions(Options):
     WITHOUT = ("participant",)       # --participant is participants' (repeatable)
 
     @classmethod
-    def call(cls, epoch: int | None, **values: Any) -> Any:
+    def call(cls, epoch: int | None, **values: Any) -> "WatchCall":
         """The command's flags as its WatchCall (auditor/watch.py: live, or --backtest)."""
-        from ..watch import call
-
         return call(**values)
+
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def seconds(text: str) -> float:
+    """``10m``, ``30s``, ``1h``, ``500ms`` or a plain number of seconds."""
+    m = DURATION.match(text or "")
+    if not m:
+        raise UsageError(f"--interval {text!r}: give a duration such as 30s, 10m or 1h")
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+    if value <= 0:
+        raise UsageError(f"--interval {text!r}: must be more than 0")
+    return value
+
+
+@dataclass(frozen=True)
+class WatchCall:
+    participants: tuple[str, ...]
+    once: bool
+    interval: float
+    margin_share: float
+    hosts: tuple[str, ...]
+    prom_textfile: Path | None
+    backtest: int | None
+
+
+def call(participants=(), once=False, interval="10m", margin_share=0.2, hosts=(), prom_textfile=None,
+         backtest=None) -> WatchCall:
+    """``auditor watch``'s flags (analyses/watch.py WatchOptions) checked together."""
+    if not 0 <= margin_share < 1:
+        raise UsageError(f"--margin-share {margin_share}: give a share in [0, 1), e.g. 0.2")
+    live_only = [flag for flag, given in (("--once", once), ("--host", hosts), ("--prom-textfile", prom_textfile))
+                 if given]
+    if backtest is not None and live_only:
+        raise UsageError(f"{', '.join(live_only)}: only a live watch reads that; --backtest {backtest} replays "
+                         "the readings stored (give --participant to narrow it)")
+    return WatchCall(tuple(participants or ()), once, seconds(interval), margin_share, tuple(hosts or ()),
+                     prom_textfile, backtest)
 
 
 # -- one reading ----------------------------------------------------------------------------
