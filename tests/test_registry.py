@@ -262,7 +262,11 @@ def _worked_example() -> tuple[str, str, str]:
     return sql, module, line
 
 
-def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_line(tmp_path):
+def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_record(tmp_path):
+    """The README's worked example, an analysis with a command, one option, a finding and a
+    metric, added to a copy of the tool as its module, its SQL and one registry record:
+    its command and option in --help, the option reaching the analysis, auditor epoch N in
+    every format, the textfile and the README's tables."""
     import json
     import shutil
 
@@ -270,6 +274,7 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
 
     sql, module, line = _worked_example()
     dotted = re.search(r'Analysis\("(\w+)", "([^"]+)", "([\w.]+)"', line)
+    assert dotted, line
     key, title, module_path = dotted.groups()
     query = re.search(r'store\.query\("(\w+)"', module).group(1)
     code = re.search(r'Code\("(\w+)"', line).group(1)
@@ -302,6 +307,14 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
     assert len(rows) == 3 and all(0 < r["share"] <= 1 for r in rows)
     flagged = [f for f in report["findings"] if f["code"] == code]
     assert flagged and {f["subject"]["kind"] for f in flagged} == {"ml_node"}
+
+    command = re.search(r'Command\("([\w-]+)"', line).group(1)       # its command, and its option
+    flag, metavar = re.search(r'option\([^,]+, "(--[\w-]+)",.*?metavar="(\w+)"', module, re.S).groups()
+    assert re.search(rf"^\s+{flag} {metavar}\s", cli(command, "--help"), re.M)
+    alone = json.loads(cli(command, "403", "--offline", "--format", "json"))
+    assert alone["models"] == rows and [f["code"] for f in alone["findings"]] == [code] * len(flagged)
+    everyone = json.loads(cli(command, "403", "--offline", "--format", "json", flag, "0"))
+    assert len(everyone["findings"]) == len(rows) > len(flagged)         # the option reaches the analysis
     assert cli("epoch", "403", "--offline", "--format", "csv").count(code) == len(flagged)
     for fmt in ("table", "md", "html"):
         out = cli("epoch", "403", "--offline", "--format", fmt, "--wide")
@@ -310,6 +323,7 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
     r = subprocess.run([sys.executable, "-m", "auditor.analyses.registry", "--readme"], env={**env}, check=True)
     readme = (src / "README.md").read_text()
     assert f"| `{code}` | info | ml_node |" in readme and f"| `{metric}` | `epoch, model` |" in readme
+    assert f"| `auditor {command} N [--participant ADDR] [{flag} {metavar}] [source flags] [output flags]` |" in readme
     assert readme != (ROOT / "README.md").read_text()
 
     prom = tmp_path / "auditor.prom"
