@@ -52,12 +52,14 @@ class State:
 state = State()
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    md = "md"
-    html = "html"
+def _formats() -> type[Enum]:
+    """--format's choices: every record of report/formats.py (a light module: no format is imported)."""
+    from .report.formats import FORMATS
+
+    return Enum("Format", {name: name for name in FORMATS}, type=str)
+
+
+Format = _formats()
 
 
 class Severity(str, Enum):
@@ -178,17 +180,22 @@ OUTPUT = Group("out", [
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
 ], lambda fmt, output, fail_on, wide: Output(fmt.value, output, fail_on.value if fail_on else None, wide))
 
-EpochArg = Annotated[int, typer.Argument(metavar="N", min=0, help="Epoch index.")]
-ParticipantOpt = Annotated[Optional[str], typer.Option("--participant", "-p", metavar="ADDR",
-    help="Only this participant (network-wide figures still come from all): its address, or the label "
-         "the tables print (p86j0skk, gonka1…p86j0skk) when one stored address fits.")]
-TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S",
-                "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z"]
-SinceOpt = Annotated[Optional[datetime], typer.Option("--since", formats=TIME_FORMATS, metavar="TIME",
-    help="Start of the time range, for the analyses that work over one (UTC unless a zone is given), "
-         "e.g. 2026-10-23T11:35:00.")]
-UntilOpt = Annotated[Optional[datetime], typer.Option("--until", formats=TIME_FORMATS, metavar="TIME",
-    help="End of the time range, exclusive (UTC unless a zone is given).")]
+def _time_type():
+    """The click type of a time option: times.parse_time, the one parser of a time a user gives."""
+    from ._click import types
+
+    class Time(types.ParamType):
+        name = "time"
+
+        def convert(self, value, param, ctx):
+            from .times import parse_time
+
+            try:
+                return parse_time(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+
+    return Time()
 
 
 # -- shared command bodies ----------------------------------------------------
@@ -367,141 +374,58 @@ def collect(
 
 
 # -- the analysis commands: one per registry record with a command (analyses/registry.py) ------
-def _plain_call(epoch, participant):
-    from .analyses.frame import Call, Options
+def _call_group(cls) -> Group:
+    """The flags of an analysis's command, made from its Options class (analyses/frame.py
+    ``option``): its epoch argument, then each option's field as a flag; they build the one
+    Call it runs (``cls.call``)."""
+    import typing
 
-    return Call(epoch, Options(participant=participant))
+    params = []
+    if cls.EPOCH is not None:
+        arg = cls.EPOCH
+        params.append(_opt("epoch", Annotated[Optional[int] if arg.optional else int, typer.Argument(
+            metavar=f"[{arg.metavar}]" if arg.optional else arg.metavar, min=0, help=arg.help)],
+            None if arg.optional else inspect.Parameter.empty))
+    hints = typing.get_type_hints(cls)
+    params += [_flag(f, hints[f.name]) for f in cls.flags()]
 
+    def build(epoch=None, **values):
+        return cls.call(epoch, **{k: tuple(v) if isinstance(v, list) else v.value if isinstance(v, Enum) else v
+                                  for k, v in values.items()})
 
-def _epoch_call(n, participant, since, until):
-    from .analyses import epoch_report
-    from .analyses.frame import Call, Options
-
-    def report(store, epoch, options):
-        return epoch_report.run(store, epoch, options, progress=store.progress)
-
-    return Call(n, Options(participant=participant, since=since, until=until), run=report)
-
-
-class CapSpan(str, Enum):
-    generation = "generation"
-    window = "window"
-
-
-def _poc_overload_call(epoch, participant, per_10000, lookback, cap_span):
-    from .analyses.frame import Call
-    from .analyses.poc_overload import PocOverloadOptions
-
-    return Call(epoch, PocOverloadOptions(participant=participant, per_10000=per_10000, lookback_minutes=lookback,
-                                          cap_span=cap_span.value, miss_test_findings=True))
+    return Group("call", params, build)
 
 
-def _targets_call(**kw):
-    from .analyses import targets
+def _flag(field, hint) -> inspect.Parameter:
+    """One option's typer parameter, from its field's type and ``Flag``."""
+    import types as types_
+    import typing
 
-    return targets.call(**kw)
-
-
-def _hedging_call(**kw):
-    from .analyses import hedging
-
-    return hedging.call(**kw)
-
-
-def _remints_call(epoch, threshold, rotation_target, peak_window):
-    from .analyses.frame import Call
-    from .analyses.remints import RemintOptions
-
-    return Call(epoch, RemintOptions(threshold=threshold, rotation_target=rotation_target,
-                                     peak_window_minutes=peak_window))
-
-
-Per10000Opt = Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",
-    help="The gateway's poc_max_concurrent_requests_per_10000_weight. [default: the gateway default 10.0]")]
-EPOCH_ARG = _opt("epoch", EpochArg, inspect.Parameter.empty)
-PARTICIPANT = _opt("participant", ParticipantOpt, None)
-OptionalEpochArg = Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
-    help="Epoch index: its effective span is the range (unless --since/--until are given).")]
-
-# Each analysis command's own flags (after them: the source and output flags), building the
-# one Call it runs; a command not listed takes epoch N and --participant.
-FLAGS: dict[str, Group] = {
-    "epoch": Group("call", [_opt("n", EpochArg, inspect.Parameter.empty), PARTICIPANT,
-                            _opt("since", SinceOpt, None), _opt("until", UntilOpt, None)], _epoch_call),
-    "poc_overload": Group("call", [
-        EPOCH_ARG, PARTICIPANT, _opt("per_10000", Per10000Opt, None),
-        _opt("lookback", Annotated[float, typer.Option("--lookback", min=1, metavar="MIN",
-            help="Minutes before each window that count as the host's usual load.")], 10.0),
-        _opt("cap_span", Annotated[CapSpan, typer.Option("--cap-span", metavar="generation|window",
-            help="Where the counterfactual applies the cap: PoC generation (as proposed) or the whole window.")],
-            CapSpan.generation),
-    ], _poc_overload_call),
-    "preserved_targets": Group("call", [
-        _opt("n", Annotated[Optional[int], typer.Argument(metavar="[N]", min=0,
-            help="Epoch index (or --epochs A..B).")], None),
-        _opt("epochs", Annotated[Optional[str], typer.Option("--epochs", metavar="A..B",
-            help="Pool the demand of epochs A to B (inclusive) and show how stable it is.")], None),
-        _opt("statistic", Annotated[str, typer.Option("--statistic", metavar="max|pNN",
-            help="Demand statistic over per-second in flight in PoC windows: max, or a percentile such as p99.")],
-            "max"),
-        _opt("headroom", Annotated[float, typer.Option("--headroom", min=1.0, help="Factor on the demand.")], 1.25),
-        _opt("per_10000", Per10000Opt, None),
-        _opt("bundle", Annotated[list[str], typer.Option("--bundle", metavar="PATH_OR_URL",
-            help="A demand bundle (auditor export demand) of another gateway: its per-second demand is summed "
-                 "with the store's logs per model and window. Repeatable; an http(s) URL is fetched.")], []),
-        _opt("assume_latency", Annotated[Optional[float], typer.Option("--assume-latency", min=0.001,
-            metavar="SECONDS", help="Latency for the accounting-only estimate of the mean in flight (Little's "
-                                    "law) when no log or bundle gives one. [default: 10]")], None),
-    ], _targets_call),
-    "hedging": Group("call", [_opt("epoch", OptionalEpochArg, None), _opt("since", SinceOpt, None),
-                              _opt("until", UntilOpt, None), PARTICIPANT,
-                              _opt("all_races", Annotated[bool, typer.Option(
-                                  "--all-races", help="List every race in the JSON (by default the "
-                                  "100 with the most wasted work; all stay in the store: hedge_races).")], False)],
-                     _hedging_call),
-    "remints": Group("call", [
-        EPOCH_ARG,
-        _opt("threshold", Annotated[Optional[int], typer.Option("--threshold", min=0, metavar="UNITS",
-            help="The gateway's minimum escrow balance (balanceMinimumThreshold): below it an escrow's "
-                 "end of life is legitimate. [default: the threshold= the gateway logged, else 1000000]")], None),
-        _opt("rotation_target", Annotated[Optional[int], typer.Option("--rotation-target", min=0, metavar="N",
-            help="Regular escrows per model the rotator keeps (target_count). [default: estimated from the "
-                 "epoch-start rotation pass in the logs]")], None),
-        _opt("peak_window", Annotated[int, typer.Option("--peak-window", min=1, metavar="MINUTES",
-            help="Window of a mint peak.")], 60),
-    ], _remints_call),
-}
-PLAIN_FLAGS = Group("call", [EPOCH_ARG, PARTICIPANT], _plain_call)
+    flag = field.metadata["flag"]
+    optional = typing.get_origin(hint) in (typing.Union, types_.UnionType)
+    kind = next(t for t in typing.get_args(hint) if t is not type(None)) if optional else hint
+    default = field.default
+    form: dict[str, Any] = {"help": flag.help, "metavar": flag.metavar}
+    if flag.repeat:
+        kind, default = list[typing.get_args(kind)[0]], list(default)
+    elif kind is datetime:
+        form["click_type"] = _time_type()
+    if flag.choices:
+        kind = Enum(field.name, {c: c for c in flag.choices}, type=str)        # typer's choices; build takes .value
+        form["metavar"] = flag.metavar or "|".join(flag.choices)
+        default = kind(default)
+    else:
+        form.update({k: getattr(flag, k) for k in ("min", "max") if getattr(flag, k) is not None})
+    if kind is not bool and not flag.repeat and default is None:
+        kind = Optional[kind]
+    decls = [flag.flag, *([flag.short] if flag.short else [])]
+    return _opt(field.name, Annotated[kind, typer.Option(*decls, **form)], default)
 
 
-def _watch_call(**kw):
-    from . import watch
-
-    return watch.call(**kw)
-
-
-FLAGS["watch"] = Group("call", [
-    _opt("participant", Annotated[list[str], typer.Option("--participant", "-p", metavar="ADDR",
-        help="Only this participant (repeatable; the network figures still come from all).")], []),
-    _opt("once", Annotated[bool, typer.Option("--once", help="One reading and report, then exit (for cron).")], False),
-    _opt("interval", Annotated[str, typer.Option("--interval", metavar="DURATION",
-        help="Time between readings without --once, e.g. 30s, 10m, 1h.")], "10m"),
-    _opt("margin_share", Annotated[float, typer.Option("--margin-share", metavar="X",
-        help="Warn when the projected margin is under this share of the misses allowed.")], 0.2),
-    _opt("host", Annotated[list[str], typer.Option("--host", metavar="URL",
-        help="A devshard host's base, http://HOST:PORT/devshard/<version>: its unsettled slots. Repeatable.")], []),
-    _opt("prom_textfile", Annotated[Optional[Path], typer.Option("--prom-textfile", metavar="PATH",
-        help="Keep the margin, projected verdict and requests per participant here (node_exporter textfile).")],
-        None),
-    _opt("backtest", Annotated[Optional[int], typer.Option("--backtest", metavar="N", min=0,
-        help="Replay settled epoch N's stored readings against its verdicts.")], None),
-], _watch_call)
-
-
-def _watch_command(a) -> None:
+def _watch_command(a, command) -> Callable:
     """``auditor watch``: live readings of the running epoch, not a one-shot analysis (auditor/watch.py)."""
 
-    @uses(FLAGS["watch"], SOURCES, OUTPUT)
+    @uses(_call_group(a.options_class()), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:
         from . import watch
 
@@ -515,29 +439,64 @@ def _watch_command(a) -> None:
                              "(--host); --gateway-log and --metrics are not among its sources")
         raise typer.Exit(watch.live(_db(), call, sources, out, command_line()))
 
-    app.command(a.command.name, help=a.command.help)(command)
+    return command
 
 
-def _analysis_command(a) -> None:
-    """Add the command of registry record ``a``: its flags, the source and output flags, its help."""
+def _analysis_command(a) -> Callable:
+    """The command of registry record ``a``: its flags, the source and output flags."""
     if a.key == "watch":
-        return _watch_command(a)
+        return _watch_command(a, None)
 
-    @uses(FLAGS.get(a.key, PLAIN_FLAGS), SOURCES, OUTPUT)
+    @uses(_call_group(a.options_class()), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:
         _analyse(a, call, sources, out)
 
-    app.command(a.command.name, help=a.command.help)(command)
+    return command
 
 
-def _add_analysis_commands() -> None:
-    from .analyses import registry
+class _Lazy:
+    """An analysis's command, built when first used: ``auditor --help`` lists its name and
+    the first line of its help (the registry's) without importing the analysis, whose
+    Options class its flags are made from; anything else asked of it builds it."""
 
-    for a in registry.commands():
-        _analysis_command(a)
+    hidden = deprecated = False
+
+    def __init__(self, a) -> None:
+        self.name, self._a, self._built = a.command.name, a, None
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return typer.core.TyperCommand(self.name, help=inspect.cleandoc(self._a.command.help)).get_short_help_str(limit)
+
+    def built(self):
+        if self._built is None:
+            from typer.models import CommandInfo
+
+            info = CommandInfo(name=self.name, callback=_analysis_command(self._a), help=self._a.command.help)
+            self._built = typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                            rich_markup_mode=app.rich_markup_mode)
+            _strict_types(self._built)
+        return self._built
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.built(), name)
 
 
-_add_analysis_commands()
+class _Root(typer.core.TyperGroup):
+    """The ``auditor`` group: the analyses' commands (registry.commands()) after ``collect``,
+    each a ``_Lazy`` until it is used."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        from .analyses import registry
+
+        own, self.commands = self.commands, {}
+        for name, cmd in own.items():
+            self.commands[name] = cmd
+            if name == "collect":
+                self.commands.update((a.command.name, _Lazy(a)) for a in registry.commands())
+
+
+app.info.cls = _Root
 
 
 report_app = typer.Typer(help="Reports for people and for cron.", no_args_is_help=True)
@@ -589,7 +548,8 @@ def export_demand(
     out: Annotated[Path, typer.Option("--out", metavar="FILE.parquet", help="The bundle to write (atomically).")],
     name: Annotated[Optional[str], typer.Option("--name", metavar="NAME",
         help="The gateway's name, instead of the address that created its escrows.")] = None,
-    per_10000: Per10000Opt = None,
+    per_10000: Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",
+        help="The gateway's poc_max_concurrent_requests_per_10000_weight, when the store does not know it.")] = None,
 ) -> None:
     from . import demand_bundle
     from .analyses.targets import parse_epoch_range
@@ -714,7 +674,8 @@ def _strict_types(command) -> None:
         elif getattr(p.type, "name", None) in ("path", "file", "directory") and not isinstance(p.type, _UserPath):
             _mix(p, _UserPath)
     for sub in getattr(command, "commands", {}).values():
-        _strict_types(sub)
+        if not isinstance(sub, _Lazy):         # a command not built yet gets it when it is (_Lazy.built)
+            _strict_types(sub)
 
 
 def _mix(param, mixin: type) -> None:

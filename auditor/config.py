@@ -197,6 +197,6 @@ def _toml_kinds(param: Any) -> tuple[tuple[type, ...], str]:
         return (int,), "an integer"
     if isinstance(param.type, types.FloatParamType):
         return (int, float), "a number"
-    if isinstance(param.type, types.DateTime):        # since = 2026-10-23T11:35:00 is a TOML time
+    if getattr(param.type, "name", "") == "time":     # since = 2026-10-23T11:35:00 is a TOML time (cli._time_type)
         return (str, datetime), "a time"
     return (str,), "a string"

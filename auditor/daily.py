@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EXIT_FINDINGS, EXIT_SOURCE, NotFoundError, SourceError, UsageError, cannot_write
+from .times import utc
 
 LOCK_WAIT = 5.0
 LOCK_NAME = ".auditor-report.lock"
@@ -105,8 +106,9 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
         folder = out_dir / report_day(store, job.epoch, when).isoformat()
     view = render.View(command=command)
     # all three files or none: a full disk never leaves json and md without html
-    render.write_all_atomic({folder / f"report.{fmt}": render.render(result, fmt, view) for fmt in FORMATS})
-    progress.log(f"report daily: wrote {folder}/report.{{{','.join(FORMATS)}}} "
+    records = [render.FORMATS[fmt] for fmt in FORMATS]
+    render.write_all_atomic({folder / f"report.{f.extension}": render.render(result, f.name, view) for f in records})
+    progress.log(f"report daily: wrote {folder}/report.{{{','.join(f.extension for f in records)}}} "
                  f"({len(result.findings)} findings)")
     return result, code, folder
 
@@ -235,4 +237,4 @@ def report_day(store, epoch: int, day: date | None) -> date:
     row = store.one("SELECT start_time FROM chain_windows WHERE epoch = ? AND \"window\" = 'epoch'", [epoch])
     if row is None or row[0] is None:
         return datetime.now(timezone.utc).date()
-    return row[0].astimezone(timezone.utc).date()
+    return utc(row[0]).date()

@@ -70,7 +70,7 @@ def out_of_memory(exc: BaseException) -> str:
     """The one line for DuckDB running out of the memory it may use (its OutOfMemoryException:
     its own advice is SQL a user of auditor cannot type): what ran out, and the two settings
     that help. Nothing half-done is stored: each step that writes is one transaction."""
-    from .store import memory_limit
+    from .limits import memory_limit
 
     what = str(exc).split("\n", 1)[0].strip().removeprefix("Out of Memory Error: ")
     return f"error: DuckDB ran out of the memory it may use ({memory_limit()}; {what}): {_MORE_MEMORY}"
@@ -81,7 +81,7 @@ def caused_by_memory(exc: AuditorError) -> str:
     step that says what it stored and what it did not), else nothing."""
     if not is_out_of_memory(exc.__cause__):
         return ""
-    from .store import memory_limit
+    from .limits import memory_limit
 
     return f" (DuckDB may use {memory_limit()}: {_MORE_MEMORY})"
 

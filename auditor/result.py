@@ -133,6 +133,11 @@ PASS_COLOUR = "#1f77b4"
 
 SEVERITIES = ("info", "warn", "error")                 # in rising order
 
+# The version of every command's JSON (its ``schema_version``, CHANGELOG.md): raised when a key
+# is removed or renamed, or its meaning or type changes; a key added keeps it (a reader skips
+# the keys it does not know), and CHANGELOG.md lists it.
+SCHEMA_VERSION = 1
+
 
 def subject_kinds() -> tuple[str, ...]:
     """The kinds a finding may be about: the registry's (``analyses/registry.py``), so an
@@ -144,7 +149,7 @@ def subject_kinds() -> tuple[str, ...]:
 
 @dataclass
 class Finding:
-    """One thing an analysis flags: a stable ``code``, a ``severity``, the ``subject`` it is
+    """One thing an analysis flags: a stable ``code`` (one its registry record declares), a ``severity``, the ``subject`` it is
     about (``{kind, id}``), the ``model`` where one applies, a one-line ``summary``, the
     ``evidence``: the numbers, and the query or rows they came from, and the ``action``: one
     line, the next step. The action is the code's text in the registry (``Code.action``),
@@ -161,6 +166,10 @@ class Finding:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+        from .analyses.registry import undeclared
+
+        if undeclared(self.code):
+            raise ValueError(undeclared(self.code))
         kinds = subject_kinds()
         if self.subject.get("kind") not in kinds or "id" not in self.subject:
             raise ValueError(f"subject {self.subject!r} needs kind in {kinds} and an id")
@@ -224,9 +233,10 @@ class Result:
                    coverage={"sources": sources, "missing": [reason]}, complete=False, unavailable=reason)
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON one analysis command prints: its data, its findings and its coverage
-        (a plain query result, with neither, is its data alone)."""
+        """The JSON a command prints: its ``schema_version``, then its data, its findings and
+        its coverage (a plain query result, with neither, is its data alone)."""
         data = self.data if isinstance(self.data, dict) else {self.key: self.data}
+        data = {"schema_version": SCHEMA_VERSION, **data}
         if not self.coverage and not self.findings:
             return data
         return {**data, "findings": [f.to_dict() for f in ranked(self.findings)], "coverage": self.coverage}

@@ -30,6 +30,7 @@ from typing import Any
 import duckdb
 
 from .errors import StoreError, UsageError
+from .limits import MEMORY_LIMIT
 from .paths import check_store, opened_store
 from .times import utc as _utc
 
@@ -674,7 +675,6 @@ def _arrow_type(pa, name: str):
 
 
 SMALL_INSERT = 64
-MEMORY_LIMIT = "1GB"     # DuckDB's buffers (Store._limit_resources)
 
 
 HEADER_BYTES = 12_288      # a DuckDB file's headers: all a new store holds before its first block

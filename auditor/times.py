@@ -18,6 +18,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 TIME_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+# a time a user gives (--since, --until, auditor.toml): ISO 8601, a date alone or with a time of
+# minutes, seconds or fractions, T or a space between, Z or an offset (+05:30, +0530, +05) or none (UTC)
+USER_TIME = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,6})?)?)?"
+                       r"(?:[Zz]|[+-]\d\d(?::?\d\d)?)?")
 
 
 def utc(t: Any) -> Any:
@@ -35,3 +39,24 @@ def utc_text(t: datetime | None, timespec: str = "microseconds") -> str:
     if t is None:
         return "?"
     return utc(t).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def parse_time(text: str | datetime) -> datetime:
+    """The one parser of a time a user gives: ``USER_TIME`` (``2026-10-23T11:35Z``,
+    ``2026-10-23 11:35:00+05:30``, ``2026-10-23``), as an aware UTC datetime; a time without a
+    zone is UTC. A datetime (a TOML time) is taken as it is. ValueError says what is expected."""
+    if isinstance(text, datetime):
+        return utc(text)
+    t = str(text).strip()
+    if not USER_TIME.fullmatch(t) or t[10:11] not in ("", "T", " "):
+        raise ValueError(f"{text!r} is not a time: give ISO 8601, e.g. 2026-10-23T11:35Z, 2026-10-23T11:35:00+02:00 "
+                         "or 2026-10-23 (UTC unless a zone is given)")
+    t = t.replace(",", ".")
+    if t[-1] in "Zz":
+        t = t[:-1] + "+00:00"
+    elif re.search(r"[+-]\d\d$", t) and len(t) > 10:     # +05: an offset of hours alone
+        t += ":00"
+    try:
+        return utc(datetime.fromisoformat(t))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time: a field is out of range") from None

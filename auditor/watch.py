@@ -13,51 +13,14 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .analyses.watch import DURATION, WatchCall, call, seconds  # noqa: F401  (the flags, checked: analyses/watch.py)
 from .errors import SourceError, UsageError
-
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-
-
-def seconds(text: str) -> float:
-    """``10m``, ``30s``, ``1h``, ``500ms`` or a plain number of seconds."""
-    m = DURATION.match(text or "")
-    if not m:
-        raise UsageError(f"--interval {text!r}: give a duration such as 30s, 10m or 1h")
-    value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
-    if value <= 0:
-        raise UsageError(f"--interval {text!r}: must be more than 0")
-    return value
-
-
-@dataclass(frozen=True)
-class WatchCall:
-    participants: tuple[str, ...]
-    once: bool
-    interval: float
-    margin_share: float
-    hosts: tuple[str, ...]
-    prom_textfile: Path | None
-    backtest: int | None
-
-
-def call(participant, once, interval, margin_share, host, prom_textfile, backtest) -> WatchCall:
-    if not 0 <= margin_share < 1:
-        raise UsageError(f"--margin-share {margin_share}: give a share in [0, 1), e.g. 0.2")
-    live_only = [flag for flag, given in (("--once", once), ("--host", host), ("--prom-textfile", prom_textfile))
-                 if given]
-    if backtest is not None and live_only:
-        raise UsageError(f"{', '.join(live_only)}: only a live watch reads that; --backtest {backtest} replays "
-                         "the readings stored (give --participant to narrow it)")
-    return WatchCall(tuple(participant or ()), once, seconds(interval), margin_share, tuple(host or ()),
-                     prom_textfile, backtest)
 
 
 def _options(c: WatchCall, participants: tuple[str, ...] | None = None):

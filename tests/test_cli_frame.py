@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, ROOT, run_cli
 
 REC = FIXTURES / "chain" / "epoch-403"
 STORY = json.loads((FIXTURES / "chain" / "epoch-403.story.json").read_text())
@@ -168,3 +168,21 @@ def test_config_is_read_by_its_option_whatever_the_entry_point(tmp_path):
     r = CliRunner().invoke(app, ["--config", str(cfg), "sql", "SELECT 1 AS one"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["rows"] == [{"one": 1}]
+
+
+@pytest.mark.parametrize("args", [("epoch", "403"), ("misstest", "403"), ("poc-overload", "403"), ("targets", "403"),
+                                  ("sql", "SELECT 1 AS one")], ids=lambda a: a[0])
+def test_every_command_json_carries_its_schema_version(store, args):
+    """The JSON contract is versioned (CHANGELOG.md): its first key, whatever the command."""
+    from auditor.result import SCHEMA_VERSION
+
+    r = _cli(*args, *(("--offline",) if args[0] != "sql" else ()), "--format", "json", db=store)
+    out = json.loads(r.stdout)
+    assert r.returncode in (0, 1, 3) and next(iter(out)) == "schema_version" and out["schema_version"] == SCHEMA_VERSION
+
+
+def test_the_changelog_records_the_schema_version():
+    from auditor.result import SCHEMA_VERSION
+
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"### schema_version {SCHEMA_VERSION}\n" in text and "## Unreleased" in text

@@ -561,3 +561,40 @@ def test_attempt_durations_agreeing_with_the_stage_lines_keep_attempt_ms(small):
     d = out["attempt_durations"]
     assert d["disagreements"] == 0 and d["stage_timed"] > 0 and d["basis"] == out["totals"]["duration_basis"] == "attempt_ms"
     assert d["attempt_seconds_used"] == d["attempt_seconds_logged"] == out["totals"]["attempt_seconds"]
+
+
+def test_a_range_in_iso_8601_with_a_zone_at_minute_precision(incident):
+    """--since/--until take ISO 8601 with Z or an offset, at minute precision too (times.parse_time):
+    the nine strptime patterns refused 2026-10-23T11:00Z."""
+    db, plain = incident
+    (since, until) = RANGE[1], RANGE[3]
+    zoned = ("--since", since[:16] + "Z", "--until", until[:13] + ":30+00:30")       # the same instants
+    assert run_json("hedging", "--offline", *zoned, "--format", "json", db=db) == plain
+
+
+def test_one_first_decision_rule(tmp_path):
+    """A request's decision is its first decision_made line, said once (views/request_decisions.sql):
+    attempts (the primary's nonce, the decision, the delay) and log_requests (the decision, the
+    most attempts) read it there, and no other SQL reads a decision_made line's decision. They
+    said it twice (arg_min by position in attempts, first() in line order in log_requests)."""
+    import duckdb
+
+    from conftest import ROOT
+
+    readers = {p.relative_to(ROOT / "queries").as_posix() for p in (ROOT / "queries").rglob("*.sql")
+               if "log_hedge_decisions" in p.read_text(encoding="utf-8")}
+    assert readers - {"lines/log_hedge_decisions.sql"} - {r for r in readers if r.startswith("refresh/")} == \
+        {"views/request_decisions.sql", "poc_overload_escrow_slots.sql"}        # the latter: group sizes only
+    for view in ("attempts", "log_requests"):
+        assert "FROM request_decisions" in (ROOT / "queries" / "views" / f"{view}.sql").read_text(encoding="utf-8")
+    db = tmp_path / "a.duckdb"
+    assert run_cli("collect", "--gateway-log", str(H / "incident.log"), db=db).returncode == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        by_attempts = con.execute("SELECT DISTINCT request, decision FROM attempts WHERE request IS NOT NULL "
+                                  "AND decision IS NOT NULL ORDER BY ALL").fetchall()
+        by_requests = con.execute("SELECT request, decision FROM log_requests WHERE decision IS NOT NULL "
+                                  "AND request IN (SELECT request FROM attempts) ORDER BY ALL").fetchall()
+        assert by_attempts == by_requests and len(by_attempts) > 50
+    finally:
+        con.close()

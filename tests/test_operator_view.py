@@ -195,7 +195,8 @@ def test_action_is_the_registry_text_filled_from_the_finding():
     assert "auditor epoch N --participant p" in bare.action and "#2107" not in bare.action   # epoch unknown: N
     given = Finding("mint_peak", "warn", {"kind": "model", "id": "m"}, "s", {}, action="do this")
     assert given.action == "do this"
-    assert Finding("not_a_code", "info", {"kind": "model", "id": "m"}, "s").to_dict()["action"] is None
+    with pytest.raises(ValueError, match="finding code 'not_a_code' is not declared"):
+        Finding("not_a_code", "info", {"kind": "model", "id": "m"}, "s")       # nor made, so no action to lack
     assert all(c.action for c in codes().values())                 # every declared code has one
 
 

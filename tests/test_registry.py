@@ -54,26 +54,108 @@ def test_every_command_is_documented(command):
     assert table in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def _click_command(name: str):
+    import typer
+
+    from auditor.cli import app
+
+    cmd = typer.main.get_command(app)
+    for word in name.split():
+        cmd = cmd.commands[word]
+    return cmd
+
+
+@pytest.mark.parametrize("command", _cli_commands())
+def test_every_documented_usage_is_the_real_parameters(command):
+    """The README's usage of each command names exactly its flags (the source and output
+    flags as ``[source flags] [output flags]``), and its help's examples use only real flags:
+    the hand-written usages missed --lookback, --cap-span, --rotation-target, --peak-window."""
+    from auditor import cli
+
+    table = "\n".join(registry.commands_table())
+    usage = re.search(rf"^\| `(auditor {re.escape(command)}(?: [^`]*)?)` \|", table, re.M).group(1)
+    documented = set(re.findall(r"(?<![\w-])--[a-z0-9-]+", usage))
+    cmd = _click_command(command)
+    long = {p.name: max(o for o in p.opts if o.startswith("--")) for p in cmd.params
+            if p.param_type_name == "option" and any(o.startswith("--") for o in p.opts)}
+    real = set(long.values()) - {"--help"}
+    groups = {"[source flags]": cli.SOURCES, "[output flags]": cli.OUTPUT}
+    for words, group in groups.items():
+        flags = {long[p.name] for p in group.params if p.name in long}
+        if words in usage:
+            documented |= flags & real
+        assert not (flags & real) - documented, f"{command}: {usage!r} leaves out {words}"
+    assert documented == real, f"{command}: the README's usage {usage!r} differs from its flags {sorted(real)}"
+    lines = re.split(r"\n\s*(?=auditor )", (cmd.help or "").split("Example:")[-1])      # an example and its continuations
+    own = "\n".join(line for line in lines if line.startswith(f"auditor {command} "))
+    examples = set(re.findall(r"(?<![\w-])--[a-z0-9-]+", own))
+    assert examples <= real | {"--db", "--quiet", "--debug", "--config"}, f"{command}'s examples use {examples - real}"
+
+
 def test_every_registry_command_is_a_cli_command():
     from auditor import cli
 
     assert {a.command.name for a in registry.commands()} <= set(_cli_commands())
-    assert set(cli.FLAGS) <= {a.key for a in registry.commands()}     # no flags for a command that is gone
+    assert not hasattr(cli, "FLAGS")        # an analysis's flags are its Options class's, nowhere else
 
 
-def test_every_emitted_code_is_declared_and_every_declared_code_emitted():
-    emitted = set()
-    for path in (ROOT / "auditor" / "analyses").glob("*.py"):
-        if path.name != "registry.py":
-            emitted |= set(re.findall(r'Finding\(\s*"([a-z_]+)"', path.read_text(encoding="utf-8")))
-    assert emitted and emitted == set(registry.codes())
+def finding_codes(source: str, name: str) -> tuple[set[str], list[str]]:
+    """The codes the ``Finding(...)`` calls of one module's ``source`` make, and what is wrong
+    with any of them, a line each: a code no record declares, or one that is neither a text
+    nor a module constant (a copy of a finding made elsewhere, ``Finding(f.code, ...)``, is fine)."""
+    import ast
+
+    tree = ast.parse(source)
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for t in node.targets if isinstance(t, ast.Name)}
+    made, problems = set(), []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding"):
+            continue
+        arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "code"), None)
+        if isinstance(arg, ast.Attribute):
+            continue
+        code = arg.value if isinstance(arg, ast.Constant) else constants.get(getattr(arg, "id", None))
+        if not isinstance(code, str):
+            problems.append(f"{name}:{node.lineno}: a Finding whose code is neither a text nor a module constant")
+        elif registry.undeclared(code):
+            problems.append(f"{name}:{node.lineno}: {registry.undeclared(code)}")
+        else:
+            made.add(code)
+    return made, problems
+
+
+def test_every_finding_code_is_declared_in_the_registry_and_every_declared_code_made():
+    made, problems = set(), []
+    for path in sorted((ROOT / "auditor" / "analyses").glob("*.py")):
+        codes, wrong = finding_codes(path.read_text(encoding="utf-8"), path.name)
+        made |= codes
+        problems += wrong
+    problems += [f"{c}: declared in auditor/analyses/registry.py, and no analysis makes a Finding with it"
+                 for c in sorted(set(registry.codes()) - made)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_code_check_reads_constants_and_says_what_is_wrong():
+    """The old check was a regex over ``Finding("literal"``: ``Finding(CODE, ...)`` failed it
+    with a bare set difference."""
+    made, problems = finding_codes('CODE = "mint_peak"\nOTHER = "mint_peek"\n'
+                                   'def f(x):\n    return [Finding(CODE, "warn", {}, ""), Finding(OTHER, "warn", {}, ""),\n'
+                                   '            Finding(x.code, "warn", {}, ""), Finding(code_of(x), "info", {}, "")]\n',
+                                   "slot_balance.py")
+    assert made == {"mint_peak"}
+    assert problems == ["slot_balance.py:4: finding code 'mint_peek' is not declared: add Code('mint_peek', "
+                        "severities, subject kind, meaning, action) to the codes of its analysis's record in "
+                        "auditor/analyses/registry.py",
+                        "slot_balance.py:5: a Finding whose code is neither a text nor a module constant"]
 
 
 def test_records_are_consistent():
     keys = [a.key for a in registry.ANALYSES]
     assert len(keys) == len(set(keys))
-    for i, a in enumerate(registry.ANALYSES):
-        assert set(a.depends) <= set(keys[:i]), f"{a.key} depends on an analysis run after it"
+    for a in registry.ANALYSES:
+        assert set(a.sources) <= set(registry.SOURCES), f"{a.key} reads an unknown source {a.sources}"
         module = a.load()
         assert callable(getattr(module, a.function))
         assert getattr(module, "KEY", a.key) == a.key or a.function != "run"
@@ -82,6 +164,24 @@ def test_records_are_consistent():
         assert a.options_class()        # the named Options subclass exists
         for c in a.codes:
             assert set(c.severity) <= {"info", "warn", "error"} and c.subject and c.meaning
+
+
+def test_the_header_says_what_a_missing_source_leaves_unknown_by_the_registry():
+    """``no accounting: ... unknown`` lists every analysis whose record reads the accounting,
+    poc_overload too, whose own result names only chain and gateway_log (it read its
+    accounting rows, and found none)."""
+    from auditor.analyses import epoch_report
+    from auditor.result import Result
+
+    parts = {a.key: Result(a.key, a.title, [] if a.key in ("heights", "models", "cpoc_events") else {},
+                           coverage={"sources": ["chain", "gateway_log"] if a.key == "poc_overload" else ["chain"]})
+             for a in registry.ANALYSES}
+    parts["coverage"] = Result("coverage", "Coverage", {"chain": {"collected": True},
+                                                        "accounting": {"collected": False},
+                                                        "host": {"collected": False}})
+    lines = dict(epoch_report._header(parts, True, True))
+    assert lines["no accounting"] == "poc_overload, preserved_targets, remints: unknown, not zero"
+    assert lines["no host"] == "not collected; nothing in this report relies on it alone"
 
 
 def test_options_keep_the_shared_fields():
@@ -162,7 +262,11 @@ def _worked_example() -> tuple[str, str, str]:
     return sql, module, line
 
 
-def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_line(tmp_path):
+def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_record(tmp_path):
+    """The README's worked example, an analysis with a command, one option, a finding and a
+    metric, added to a copy of the tool as its module, its SQL and one registry record:
+    its command and option in --help, the option reaching the analysis, auditor epoch N in
+    every format, the textfile and the README's tables."""
     import json
     import shutil
 
@@ -170,6 +274,7 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
 
     sql, module, line = _worked_example()
     dotted = re.search(r'Analysis\("(\w+)", "([^"]+)", "([\w.]+)"', line)
+    assert dotted, line
     key, title, module_path = dotted.groups()
     query = re.search(r'store\.query\("(\w+)"', module).group(1)
     code = re.search(r'Code\("(\w+)"', line).group(1)
@@ -202,6 +307,14 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
     assert len(rows) == 3 and all(0 < r["share"] <= 1 for r in rows)
     flagged = [f for f in report["findings"] if f["code"] == code]
     assert flagged and {f["subject"]["kind"] for f in flagged} == {"ml_node"}
+
+    command = re.search(r'Command\("([\w-]+)"', line).group(1)       # its command, and its option
+    flag, metavar = re.search(r'option\([^,]+, "(--[\w-]+)",.*?metavar="(\w+)"', module, re.S).groups()
+    assert re.search(rf"^\s+{flag} {metavar}\s", cli(command, "--help"), re.M)
+    alone = json.loads(cli(command, "403", "--offline", "--format", "json"))
+    assert alone["models"] == rows and [f["code"] for f in alone["findings"]] == [code] * len(flagged)
+    everyone = json.loads(cli(command, "403", "--offline", "--format", "json", flag, "0"))
+    assert len(everyone["findings"]) == len(rows) > len(flagged)         # the option reaches the analysis
     assert cli("epoch", "403", "--offline", "--format", "csv").count(code) == len(flagged)
     for fmt in ("table", "md", "html"):
         out = cli("epoch", "403", "--offline", "--format", fmt, "--wide")
@@ -210,6 +323,7 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_lin
     r = subprocess.run([sys.executable, "-m", "auditor.analyses.registry", "--readme"], env={**env}, check=True)
     readme = (src / "README.md").read_text()
     assert f"| `{code}` | info | ml_node |" in readme and f"| `{metric}` | `epoch, model` |" in readme
+    assert f"| `auditor {command} N [--participant ADDR] [{flag} {metavar}] [source flags] [output flags]` |" in readme
     assert readme != (ROOT / "README.md").read_text()
 
     prom = tmp_path / "auditor.prom"

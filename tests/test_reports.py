@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from auditor.report.render import LONG_LIST
+from auditor.report.view import LONG_LIST
 from conftest import FIXTURES, ROOT, run_cli, run_json
 
 REC = FIXTURES / "chain" / "epoch-403"
@@ -445,7 +445,7 @@ def test_json_writer_never_writes_nan_or_infinity(value):
     """Issue 35, 13: Python's encoder writes NaN and Infinity, which are not JSON. The writer
     every command shares writes NaN as null and an infinity as the string "Infinity" or
     "-Infinity", in short and long lists alike; a strict reader takes the whole text."""
-    from auditor.report.render import json_finite, to_json
+    from auditor.report.view import json_finite, to_json
 
     assert _strict(to_json(value)) == json.loads(json.dumps(json_finite(value)))
 
@@ -478,3 +478,35 @@ def test_json_writer_streamed_list_is_the_list(items, per_page):
     for wrong in {len(items) + 1, max(len(items) - 1, 1)} - {len(items)}:
         with pytest.raises(RuntimeError, match="announced"):
             to_json({"races": Stream(wrong, pages)})
+
+
+def test_formats_are_records():
+    """Each format is one record (report/formats.py): --format offers every record, and each
+    names its extension, what it renders (a command's CSV: its first table, without findings;
+    the epoch report's CSV: its findings alone) and the writer that makes it."""
+    import importlib
+
+    from auditor import cli
+    from auditor.report.formats import FORMATS
+
+    assert [f.value for f in cli.Format] == list(FORMATS) == ["table", "json", "csv", "md", "html"]
+    for f in FORMATS.values():
+        module, function = f.writer.split(":")
+        assert callable(getattr(importlib.import_module(module), function)) and f.extension and f.renders
+    assert "first table, without its findings" in FORMATS["csv"].renders and "findings alone" in FORMATS["csv"].renders
+
+
+def test_a_new_format_is_one_record(monkeypatch):
+    import sys
+    import types
+
+    from auditor.report import render
+    from auditor.report.formats import FORMATS, Format
+    from auditor.result import Result, Table
+
+    module = types.ModuleType("fake_format")
+    module.write = lambda result, out, view: out.write("\n".join(map(str, result.tables[0].rows)))
+    monkeypatch.setitem(sys.modules, "fake_format", module)
+    monkeypatch.setitem(FORMATS, "lines", Format("lines", "txt", "a row a line", "fake_format:write"))
+    result = Result("x", "X", {}, [Table("t", ["a"], [{"a": 1}, {"a": 2}])])
+    assert render.render(result, "lines") == "{'a': 1}\n{'a': 2}"

@@ -8,14 +8,18 @@ normalisation (make_golden.normalise: the store's directory, the repository's pa
 loopback port of a --replay server, the order of a list whose order varies by ties today).
 
 A result that changes on purpose is not silenced by rewriting the golden file from code not
-yet known to be right. Two knobs say what changed, and leave the rest compared:
-- DROP_KEYS: (command, dotted path in its JSON output) left out of both sides, e.g.
-  ("epoch", "hedging.races") once the epoch JSON stops listing every race by default
-  (issue 21, "Output sized for people");
+yet known to be right. What may differ is declared, and the rest stays compared, nested keys
+included:
+- a new analysis's own key at the top of ``auditor epoch N``'s JSON (any key of the registry's
+  ANALYSES the golden lacks): adding an analysis needs no edit here;
+- ADDED: keys an issue adds, per command and path: ``{"remints": {"": ["holds"],
+  "escrows[]": ["unaffordable_requests"]}}`` (``""`` the top level, ``a.b`` a nested object,
+  ``a[]`` every item of the list ``a``); each entry names its issue;
+- CHANGED: a path whose value changes on purpose, left out of the comparison and held by the
+  function named instead, e.g. the epoch report's races (issue 21, "Output sized for people");
 - EXTRA_FLAGS: flags added to the run of a command (not to the golden), e.g.
-  {"hedging": ("--races",)} when a flag brings a list back: the list is then compared in full
+  {"hedging": ("--all-races",)} when a flag brings a list back: the list is then compared in full
   against the output of the code before the change.
-Both are empty now: nothing is left out.
 
 The largest cases are marked slow (``-m "not slow"`` leaves them out for a quick look).
 """
@@ -23,6 +27,7 @@ The largest cases are marked slow (``-m "not slow"`` leaves them out for a quick
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -35,99 +40,103 @@ golden = importlib.util.module_from_spec(_spec)
 sys.modules["make_golden"] = golden      # dataclasses look their module up
 _spec.loader.exec_module(golden)
 
-# issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
-# hedging command with --all-races lists them all, and is held to the old full list below;
-# the epoch's races are held to being those of the old list, as_listed_from_the_whole);
-# races_listed, which says so, is new
-DROP_KEYS: frozenset[tuple[str, str]] = frozenset({
-    ("epoch", "hedging.races"), ("epoch", "hedging.races_listed"), ("hedging", "races_listed")})
-# issue 36 (governance targets), accepted additions, new keys only (no existing value changes):
-# where the demand came from (the store's logs and --bundle), the accounting-only estimate of
-# the mean in flight, the proposal section, and the honest covering fraction's companions
-ISSUE_36_ADDITIONS: frozenset[tuple[str, str]] = frozenset({
-    ("targets", "demand_sources"), ("targets", "network_estimate"), ("targets", "proposal"),
-    ("targets", "governance.uncovered_models"), ("targets", "governance.need_by_model"),
-    ("targets", "governance.driven_by"), ("targets", "governance.covering_without_driver"),
-    ("targets", "governance.covers")})
-DROP_KEYS = DROP_KEYS | ISSUE_36_ADDITIONS | {("epoch", f"preserved_targets.{path}") for _, path in ISSUE_36_ADDITIONS}
-# issue 34 (today's gateway): NEW keys only, declared additions (every September-era value
-# they sit beside is still compared): remints' holds and unaffordable_requests, in the remints
-# command and in the epoch report's remints section; the gateway generation in the epoch
-# report's coverage.gateway_log
-ISSUE_34_ADDITIONS: frozenset[tuple[str, str]] = frozenset({
-    ("remints", "holds"), ("remints", "unaffordable_requests"),
-    ("epoch", "remints.holds"), ("epoch", "remints.unaffordable_requests"),
-    ("epoch", "coverage.gateway_log.generation"), ("epoch", "coverage.gateway_log.generation_basis"),
-    ("epoch", "coverage.gateway_log.generation_shapes")})
-DROP_KEYS = DROP_KEYS | ISSUE_34_ADDITIONS
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 
-# ---- issue 34 (branch i34-acct): declared additions, to port to the per-path declarations ------
-# New JSON keys, (command, path): the path is dotted, `[]` stands for every item of a list. Each
-# is absent from the golden files (checked) and left out of the output before comparing, so
-# every value that was there before is still compared.
-ADDED_KEYS: tuple[tuple[str, str], ...] = (
-    # a participant's capability refusals (accounting schema 6) next to its misses
-    ("misstest", "findings[].evidence.capability_refusals"),
-    ("poc-overload", "findings[].evidence.capability_refusals"),
-    ("epoch", "findings[].evidence.capability_refusals"),
-    # #1935: the basis of the attempt durations the hedging figures use, and how often race_completed's
-    # attempt_ms disagrees with the attempt's own stage lines
-    ("hedging", "totals.duration_basis"), ("hedging", "attempt_durations"),
-    ("epoch", "hedging.totals.duration_basis"), ("epoch", "hedging.attempt_durations"),
-)
-# New columns of views (`auditor sql` answers: out of `columns` and of every row), (view, column):
-# the attempt's end-of-stream line and the durations of #1935
-ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("attempts", "end_stage_ts"),
-    *(("hedge_attempts", c) for c in ("stage_ms", "attempt_ms_disagrees", "duration_ms", "end_stage_ts",
-                                      "end_from_stage_line")),
-    ("hedge_races", "duration_ms"),
-)
-# ------------------------------------------------------------------------------------------------
+# keys an issue adds: {command: {path: [keys]}} (the module docstring; "*": every command)
+_GOVERNANCE = ["uncovered_models", "need_by_model", "driven_by", "covering_without_driver", "covers"]
+ADDED: dict[str, dict[str, list[str]]] = {
+    # issue 32: every command's JSON says the version of its contract (CHANGELOG.md)
+    "*": {"": ["schema_version"]},
+    "epoch": {
+        # issue 21: races_listed says how many races the JSON lists
+        # issue 34 (#1935): the basis of the attempt durations and how often attempt_ms disagrees
+        "hedging": ["races_listed", "attempt_durations"], "hedging.totals": ["duration_basis"],
+        # issue 34: a participant's capability refusals (accounting schema 6) next to its misses
+        "findings[].evidence": ["capability_refusals"],
+        # issue 34: today's gateway: holds, requests no escrow could fund, the gateway's generation
+        "remints": ["holds", "unaffordable_requests"],
+        "coverage.gateway_log": ["generation", "generation_basis", "generation_shapes"],
+        # issue 36: where the demand came from, the accounting-only estimate, the proposal, and
+        # the honest covering fraction's companions
+        "preserved_targets": ["demand_sources", "network_estimate", "proposal"],
+        "preserved_targets.governance": _GOVERNANCE,
+    },
+    "hedging": {"": ["races_listed", "attempt_durations"], "totals": ["duration_basis"]},
+    "misstest": {"findings[].evidence": ["capability_refusals"]},
+    "poc-overload": {"findings[].evidence": ["capability_refusals"]},
+    "remints": {"": ["holds", "unaffordable_requests"]},
+    "targets": {"": ["demand_sources", "network_estimate", "proposal"], "governance": _GOVERNANCE},
+}
+# columns an issue adds to a view (`auditor sql` of it: in its columns and in every row's keys):
+# issue 34 (#1935), the attempt's end-of-stream line and the durations measured from it
+ADDED_COLUMNS: dict[str, list[str]] = {
+    "attempts": ["end_stage_ts"],
+    "hedge_attempts": ["stage_ms", "attempt_ms_disagrees", "duration_ms", "end_stage_ts", "end_from_stage_line"],
+    "hedge_races": ["duration_ms"],
+}
 
 
-def _strip(node, parts: list[str]):
-    """``node`` (JSON) without the key at ``parts`` (``[]``: every item of a list); how many went."""
-    if not parts:
-        return node, 0
-    head, rest = parts[0], parts[1:]
-    if head.endswith("[]"):
-        key = head[:-2]
-        if not isinstance(node, dict) or not isinstance(node.get(key), list):
-            return node, 0
-        items = [_strip(x, rest) for x in node[key]]
-        return {**node, key: [x for x, _ in items]}, sum(n for _, n in items)
-    if not isinstance(node, dict) or head not in node:
-        return node, 0
-    if not rest:
-        return {k: v for k, v in node.items() if k != head}, 1
-    child, n = _strip(node[head], rest)
-    return {**node, head: child}, n
+def without_added_columns(result: dict, golden_result: dict) -> dict:
+    """An `auditor sql` result of a view without the ADDED_COLUMNS of that view that its
+    golden lacks (each is a list item of ``columns``, which a key's declaration cannot name)."""
+    out = result["output"]
+    if result["argv"][0] != "sql" or not isinstance(out, dict) or not isinstance(out.get("columns"), list):
+        return result
+    query, before = f"{result['argv'][1]} ", set(golden_result["output"].get("columns") or ())
+    new = {c for view, cols in ADDED_COLUMNS.items() if f" FROM {view} " in query for c in cols} - before
+    out = {**out, "columns": [c for c in out["columns"] if c not in new],
+           "rows": [{k: v for k, v in r.items() if k not in new} if isinstance(r, dict) else r
+                    for r in out.get("rows") or []]}
+    return {**result, "output": out}
 
 
-def without_additions(result: dict, command: str) -> tuple[dict, int]:
-    """``result`` without the ADDED_KEYS of ``command`` (and, for an `auditor sql` of a view, its
-    ADDED_COLUMNS), and how many keys and columns were left out."""
-    out, gone = result["output"], 0
-    for cmd, path in ADDED_KEYS:
-        if cmd == command:
-            out, n = _strip(out, path.split("."))
-            gone += n
-    if command == "sql" and isinstance(out, dict) and isinstance(out.get("columns"), list):
-        query = result["argv"][1]
-        new = {c for view, c in ADDED_COLUMNS if f" FROM {view} " in f"{query} "}
-        gone += sum(1 for c in out["columns"] if c in new)
-        out = {**out, "columns": [c for c in out["columns"] if c not in new],
-               "rows": [{k: v for k, v in r.items() if k not in new} if isinstance(r, dict) else r
-                        for r in out.get("rows") or []]}
-    return {**result, "output": out}, gone
+def as_listed_from_the_whole(before: dict, now: dict) -> None:
+    """The epoch report's races (left out of the comparison) are the old full list's: each
+    race as it was, in the old order, the RACES_LISTED with the most wasted work (all of them
+    when there are no more)."""
+    from auditor.analyses.hedging import RACES_LISTED
+
+    def races(result: dict) -> list:
+        out = result["output"]
+        return (out.get("hedging") or {}).get("races", []) if isinstance(out, dict) else []
+
+    def waste(race: dict) -> int:
+        return sum(a["wasted_ms"] or 0 for a in race["attempts"])
+
+    old, new = races(before), races(now)
+    assert len(new) == min(RACES_LISTED, len(old))
+    assert [r for r in old if r in new] == new, "a listed race differs from the old list's, or is out of its order"
+    if new:
+        assert min(map(waste, new)) >= sorted(map(waste, old), reverse=True)[len(new) - 1]
 
 
-def dropped(result: dict, command: str) -> dict:
-    """``result`` without the DROP_KEYS paths of ``command`` (a copy where one is dropped)."""
+# issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
+# hedging command with --all-races lists them all, and is held to the old full list)
+CHANGED: dict[tuple[str, str], object] = {("epoch", "hedging.races"): as_listed_from_the_whole}
+
+
+def new_analyses() -> set[str]:
+    """The keys a new analysis may add at the top of the epoch report's JSON."""
+    from auditor.analyses import registry
+
+    return {a.key for a in registry.ANALYSES}
+
+
+def accepted(command: str) -> dict[str, set[str]]:
+    """The keys ``command``'s JSON may hold that its golden lacks, by path."""
+    out: dict[str, set[str]] = {}
+    for declared in (ADDED.get("*", {}), ADDED.get(command, {})):
+        for path, keys in declared.items():
+            out.setdefault(path, set()).update(keys)
+    if command == "epoch":
+        out.setdefault("", set()).update(new_analyses())
+    return out
+
+
+def without_changed(result: dict, command: str) -> dict:
+    """``result`` without the CHANGED paths of ``command`` (a copy where one is left out)."""
     result = dict(result)
-    for cmd, path in DROP_KEYS:
+    for cmd, path in CHANGED:
         if cmd != command:
             continue
         *parents, last = path.split(".")
@@ -145,25 +154,34 @@ def dropped(result: dict, command: str) -> dict:
 _MISSING = "<missing>"
 
 
-def first_difference(expected, actual, path: str = "$"):
+def _declared(path: str, root: str) -> str:
+    """A path of first_difference (``$.escrows[3].x``) as ADDED writes it (``escrows[].x``):
+    from ``root``, the command's JSON."""
+    return re.sub(r"\[\d+\]", "[]", path.removeprefix(root)).removeprefix(".")
+
+
+def first_difference(expected, actual, path: str = "$", added: dict[str, set[str]] | None = None,
+                     root: str = "$"):
     """The first place where two JSON values differ, as (path, expected, actual); None when
-    they are equal. Exact: 1, 1.0 and True differ."""
+    they are equal. Exact: 1, 1.0 and True differ. A key only ``actual`` holds is no
+    difference where ``added`` declares it at that path from ``root`` (``accepted``)."""
+    added = added or {}
     if type(expected) is not type(actual):
         return path, expected, actual
     if isinstance(expected, dict):
         for key in expected:
             if key not in actual:
                 return f"{path}.{key}", expected[key], _MISSING
-            found = first_difference(expected[key], actual[key], f"{path}.{key}")
+            found = first_difference(expected[key], actual[key], f"{path}.{key}", added, root)
             if found:
                 return found
         for key in actual:
-            if key not in expected:
+            if key not in expected and key not in added.get(_declared(path, root), ()):
                 return f"{path}.{key}", _MISSING, actual[key]
         return None
     if isinstance(expected, list):
         for i, (e, a) in enumerate(zip(expected, actual)):
-            found = first_difference(e, a, f"{path}[{i}]")
+            found = first_difference(e, a, f"{path}[{i}]", added, root)
             if found:
                 return found
         if len(expected) != len(actual):
@@ -189,12 +207,44 @@ def test_first_difference_names_the_path_and_both_values():
     assert first_difference([1, 2], [1]) == ("$[1] (lengths 2 expected, 1 actual)", 2, _MISSING)
 
 
-def test_dropped_leaves_out_only_the_path_of_its_command(monkeypatch):
-    monkeypatch.setattr(sys.modules[__name__], "DROP_KEYS", frozenset({("epoch", "hedging.races")}))
+def test_without_changed_leaves_out_only_the_path_of_its_command():
     res = {"output": {"hedging": {"races": [1], "hosts": [2]}, "races": [3]}}
-    assert dropped(res, "epoch") == {"output": {"hedging": {"hosts": [2]}, "races": [3]}}
+    assert without_changed(res, "epoch") == {"output": {"hedging": {"hosts": [2]}, "races": [3]}}
     assert res["output"]["hedging"]["races"] == [1]                      # the golden itself is untouched
-    assert dropped(res, "hedging") == res
+    assert without_changed(res, "hedging") == res
+
+
+def test_a_declared_addition_is_accepted_and_any_other_fails(monkeypatch):
+    """Added keys pass only where declared: at the top, nested, in every item of a list; an
+    undeclared one fails at any depth, and so does a declared name at another path."""
+    monkeypatch.setitem(ADDED, "remints", {"": ["holds"], "escrows[]": ["unaffordable_requests"],
+                                           "costs.total": ["per_model"]})
+    before = {"epoch": 1, "escrows": [{"id": "a"}, {"id": "b"}], "costs": {"total": {"units": 5}}}
+    now = {"epoch": 1, "holds": 3, "escrows": [{"id": "a", "unaffordable_requests": 1},
+                                              {"id": "b", "unaffordable_requests": 0}],
+           "costs": {"total": {"units": 5, "per_model": {}}}}
+    assert first_difference(before, now, added=accepted("remints")) is None
+    assert first_difference(before, {**now, "extra": 1}, added=accepted("remints")) == ("$.extra", _MISSING, 1)
+    nested = {**now, "costs": {"total": {"units": 5, "per_model": {}, "other": 2}}}
+    assert first_difference(before, nested, added=accepted("remints")) == ("$.costs.total.other", _MISSING, 2)
+    elsewhere = {**now, "escrows": [{"id": "a", "unaffordable_requests": 1, "holds": 1}, {"id": "b"}]}
+    assert first_difference(before, elsewhere, added=accepted("remints"))[0] == "$.escrows[0].holds"
+    assert first_difference({"epoch": 1}, {"epoch": 1, "holds": 3}, added=accepted("misstest")) == \
+        ("$.holds", _MISSING, 3)                                          # another command's declaration
+    changed = {**now, "escrows": [{"id": "z", "unaffordable_requests": 1}, now["escrows"][1]]}
+    assert first_difference(before, changed, added=accepted("remints")) == ("$.escrows[0].id", "a", "z")
+
+
+def test_a_new_analysis_key_is_accepted_at_the_top_of_the_epoch_report_only(monkeypatch):
+    from auditor.analyses import registry
+    from auditor.analyses.registry import Analysis
+
+    monkeypatch.setattr(registry, "ANALYSES", [*registry.ANALYSES, Analysis("slot_balance", "S", "nowhere")])
+    before = {"epoch": 1, "hedging": {"x": 1}}
+    assert first_difference(before, {**before, "slot_balance": {}}, added=accepted("epoch")) is None
+    assert first_difference(before, {**before, "other": {}}, added=accepted("epoch"))[0] == "$.other"
+    inner = {"epoch": 1, "hedging": {"x": 1, "slot_balance": 2}}
+    assert first_difference(before, inner, added=accepted("epoch"))[0] == "$.hedging.slot_balance"
 
 
 @pytest.fixture(scope="module")
@@ -218,44 +268,32 @@ def test_same_result_as_before(case, stores):
     command = case.argv[0]
     proc = run_cli(*case.argv, *EXTRA_FLAGS.get(command, ()), db=db)
     whole = golden.result(case, proc, store_dir)                        # its argv: the case's, less EXTRA_FLAGS
-    actual, _ = without_additions(dropped(whole, command), command)
-    expected, already = without_additions(dropped(golden.load_golden(case), command), command)
-    assert already == 0, f"{case.stem}: a key ADDED_KEYS declares new is in the golden file"
-    if command == "epoch":
-        as_listed_from_the_whole(golden.load_golden(case), whole)
-    found = first_difference(expected, actual)
+    expected = without_changed(golden.load_golden(case), command)
+    actual = without_added_columns(without_changed(whole, command), expected)
+    for (cmd, _path), check in CHANGED.items():
+        if cmd == command:
+            check(golden.load_golden(case), whole)
+    found = first_difference({**expected, "output": None}, {**actual, "output": None}) or \
+        first_difference(expected["output"], actual["output"], "$.output", accepted(command), root="$.output")
     if found:
         where, want, got = found
         pytest.fail(f"{case.stem} ({golden.golden_path(case).name}) differs at {where}:\n"
                     f"  before: {_short(want)}\n  now:    {_short(got)}", pytrace=False)
 
 
-def as_listed_from_the_whole(before: dict, now: dict) -> None:
-    """The epoch report's races (dropped from the comparison) are the old full list's: each
-    race as it was, in the old order, the RACES_LISTED with the most wasted work (all of them
-    when there are no more)."""
-    from auditor.analyses.hedging import RACES_LISTED
+def test_every_analysis_reads_only_the_sources_its_record_names(stores):
+    """The registry's ``sources`` (what the epoch header's "no X: ... unknown" lines are made
+    from) hold every source each result of the demo's epoch report says it relied on."""
+    from auditor.analyses import epoch_report, registry
+    from auditor.store import Store
 
-    def races(result: dict) -> list:
-        out = result["output"]
-        return (out.get("hedging") or {}).get("races", []) if isinstance(out, dict) else []
-
-    def waste(race: dict) -> int:
-        return sum(a["wasted_ms"] or 0 for a in race["attempts"])
-
-    old, new = races(before), races(now)
-    assert len(new) == min(RACES_LISTED, len(old))
-    assert [r for r in old if r in new] == new, "a listed race differs from the old list's, or is out of its order"
-    if new:
-        assert min(map(waste, new)) >= sorted(map(waste, old), reverse=True)[len(new) - 1]
-
-
-def test_without_additions_leaves_out_only_the_declared_keys(monkeypatch):
-    monkeypatch.setattr(sys.modules[__name__], "ADDED_KEYS", (("misstest", "findings[].evidence.new"),))
-    res = {"output": {"findings": [{"evidence": {"new": 1, "old": 2}}, {"evidence": {"old": 3}}], "new": 4}}
-    assert without_additions(res, "misstest") == (
-        {"output": {"findings": [{"evidence": {"old": 2}}, {"evidence": {"old": 3}}], "new": 4}}, 1)
-    assert without_additions(res, "epoch") == (res, 0)
+    db, _ = stores("demo")
+    with Store(db) as store:
+        report = epoch_report.run(store, 403)
+    for part in report.parts:
+        a = registry.by_key(part.key)
+        read = (part.coverage or {}).get("sources", [])
+        assert read and all(a.reads(s) for s in read), f"{a.key} read {read}; its record names {a.sources}"
 
 
 def test_every_golden_file_has_its_case():

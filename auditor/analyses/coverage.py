@@ -11,13 +11,15 @@ collected says so: unknown is not zero. ``run`` is the ``coverage`` section of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..result import Result, Table, utc_text
-from ..store import Store
 from . import cpoc
 from .context import Run, run_for
 from .frame import Options
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
 
 KEY, TITLE = "coverage", "Coverage"
 

@@ -28,6 +28,16 @@ PER_10000_DEFAULT_SOURCE = ("gateway default poc_max_concurrent_requests_per_100
                             "(devshardctl's gateway_settings, devshard/cmd/devshardctl in gonka-ai/gonka): "
                             "not read from this gateway; pass --per-10000 with its setting")
 DEFAULT_LOOKBACK_MINUTES = 10.0        # "before the window": this many minutes before the trigger
+
+
+def per_10000_option() -> Any:
+    """``--per-10000``, the one declaration of the cap's setting that poc-overload and targets share."""
+    from .frame import option
+
+    return option(None, "--per-10000", "The gateway's poc_max_concurrent_requests_per_10000_weight. "
+                  "[default: the gateway default 10.0]", metavar="X", min=0.0001)
+
+
 MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
                      "unfinished_execution": "failed_after_receipt"}
 MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss

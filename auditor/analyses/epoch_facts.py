@@ -4,11 +4,15 @@ Each is an analysis without findings (``run(store, epoch, options) -> Result``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..result import Result, Table
-from ..store import Store
 from . import cpoc
 from .context import Run, run_for
 from .frame import Options
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
 
 HEIGHTS, MODELS, CPOC_EVENTS = "heights", "models", "cpoc_events"
 

@@ -12,14 +12,31 @@ from __future__ import annotations
 import threading
 from collections import deque
 from contextlib import nullcontext
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..result import Result, ranked, utc_text
-from ..store import Store
 from . import coverage, epoch_facts
 from .context import Run, run_for
-from .frame import Options, require_epoch
+from .frame import Call, Options, require_epoch
 from .registry import ANALYSES
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
+
+
+@dataclass(frozen=True)
+class EpochOptions(Options):
+    """``auditor epoch N``'s options: the shared ones, with the time range."""
+
+    RANGE = True
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> Call:
+        def report(store: Store, epoch: int, options: Options) -> Result:
+            return run(store, epoch, options, progress=store.progress)
+
+        return Call(epoch, Options(**values), run=report)
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, progress: Any = None,
@@ -120,7 +137,8 @@ def _analyses(store: Store, epoch: int, options: Options, run: Run, advance: Any
 
 def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tuple[str, str]]:
     """The lines an operator reads first: the epoch's span, its models, its cPoC windows, and
-    what each source that was not collected leaves unknown, analysis by analysis."""
+    what each source that was not collected leaves unknown, analysis by analysis (the sources
+    its registry record names)."""
     heights = {h["name"]: h for h in parts[epoch_facts.HEIGHTS].data}
 
     def at(name: str) -> str:
@@ -142,8 +160,7 @@ def _header(parts: dict[str, Result], settled: bool, complete: bool) -> list[tup
     for source, entry in per_source.items():
         if entry.get("collected", True):
             continue
-        needs = [p.key for p in parts.values()
-                 if p.key != coverage.KEY and source in (p.coverage or {}).get("sources", [])]
+        needs = [a.key for a in ANALYSES if a.key in parts and a.key != coverage.KEY and a.reads(source)]
         lines.append((f"no {source}", f"{', '.join(needs)}: unknown, not zero" if needs
                       else "not collected; nothing in this report relies on it alone"))
     return lines

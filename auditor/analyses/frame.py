@@ -9,22 +9,96 @@ record each: ``auditor epoch N`` runs them all in one run; each analysis command
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import SourceError
-from ..store import Store
+
+if TYPE_CHECKING:       # not imported at run time: a command's --help reads its Options, not DuckDB
+    from ..store import Store
+
+
+# -- options: each declared once, on its Options field, with its command-line form -----------------
+@dataclass(frozen=True)
+class Flag:
+    """An option's command-line form, on its field (``option``): the CLI's flag, ``--help``,
+    the usage the README shows and auditor.toml's key are made from it. ``metavar`` names the
+    value (every option that takes one has it; a ``bool`` is a switch and takes none);
+    ``repeat``: the flag may be given again (the field is a tuple); ``choices``: the only values."""
+
+    flag: str
+    help: str
+    metavar: str | None = None
+    short: str | None = None
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+    repeat: bool = False
+
+
+def option(default: Any, flag: str, help: str, **form: Any) -> Any:
+    """A field of an ``Options`` class that is also a flag of its command (``Flag``): adding an
+    option to an analysis is this one line on its Options class."""
+    return field(default=default, metadata={"flag": Flag(flag, help, **form)})
+
+
+@dataclass(frozen=True)
+class Arg:
+    """The epoch argument of a command: its metavar, help, and whether it may be left out."""
+
+    metavar: str = "N"
+    help: str = "Epoch index."
+    optional: bool = False
+
+
+PARTICIPANT_HELP = ("Only this participant (network-wide figures still come from all): its address, or the label "
+                    "the tables print (p86j0skk, gonka1…p86j0skk) when one stored address fits.")
 
 
 @dataclass(frozen=True)
 class Options:
     """What narrows an analysis. Every analysis accepts these; one that needs more
-    subclasses it (with defaults, so the epoch report can build it from these alone)."""
+    subclasses it (with defaults, so the epoch report can build it from these alone).
 
-    participant: str | None = None     # only this host, where the analysis is per host
-    since: datetime | None = None      # time range, for analyses that work over one
-    until: datetime | None = None
+    A field made with ``option(...)`` is a flag of the analysis's command: declared here
+    once, it is a flag of every command (``--participant``), unless the class leaves it out
+    (``WITHOUT``; ``--since``/``--until`` only where ``RANGE``)."""
+
+    participant: str | None = option(None, "--participant", PARTICIPANT_HELP, metavar="ADDR", short="-p")
+    since: datetime | None = option(None, "--since", "Start of the time range, for the analyses that work "
+                                    "over one (ISO 8601; UTC unless a zone is given), e.g. 2026-10-23T11:35Z.",
+                                    metavar="TIME")
+    until: datetime | None = option(None, "--until", "End of the time range, exclusive (UTC unless a zone "
+                                    "is given).", metavar="TIME")
+
+    EPOCH: ClassVar[Arg | None] = Arg()          # the command's epoch argument (None: it takes none)
+    RANGE: ClassVar[bool] = False                # the command takes --since/--until
+    WITHOUT: ClassVar[tuple[str, ...]] = ()      # options of this class its command does not offer
+
+    @classmethod
+    def flags(cls) -> list[Field]:
+        """The fields that are flags of the command, in declaration order."""
+        skip = set(cls.WITHOUT) | (set() if cls.RANGE else {"since", "until"})
+        return [f for f in fields(cls) if "flag" in f.metadata and f.name not in skip]
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> "Call":
+        """The command's arguments (``values``: by field name) as the one ``Call`` it runs; a
+        class whose flags need checking together, or that runs a variant, overrides it."""
+        return Call(epoch, cls(**values))
+
+    @classmethod
+    def usage(cls, command: str) -> str:
+        """The command's usage, as the README's command table shows it."""
+        words = [f"auditor {command}"]
+        if cls.EPOCH is not None:
+            words.append(f"[{cls.EPOCH.metavar}]" if cls.EPOCH.optional else cls.EPOCH.metavar)
+        for f in cls.flags():
+            flag = f.metadata["flag"]
+            value = f" {'|'.join(flag.choices) if flag.choices else flag.metavar}" if flag.metavar or flag.choices else ""
+            words.append(f"[{flag.flag}{value}]" + ("..." if flag.repeat else ""))
+        return " ".join([*words, "[source flags] [output flags]"])
 
     @classmethod
     def of(cls, options: "Options | None") -> "Options":
@@ -66,7 +140,7 @@ class Call:
     instead of its ``run`` (called ``fn(store, epoch, options)``)."""
 
     epoch: int | None
-    options: Options
+    options: Any        # the analysis's Options
     collect: tuple[int, ...] | None = None
     run: Callable[..., Any] | None = None
 
@@ -84,4 +158,6 @@ def chart_label(address: str | None) -> str:
 
 def chart_time(v: Any) -> datetime:
     """A time of a result's data on a chart's axis: a datetime, or its ISO text."""
-    return v if isinstance(v, datetime) else datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+    from ..times import parse_time
+
+    return parse_time(v)

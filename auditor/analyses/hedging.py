@@ -28,7 +28,7 @@ from ..errors import UsageError
 from ..result import Finding, Result, Stream, Table, utc, utc_text
 from . import cpoc
 from .context import Run, run_for
-from .frame import Options
+from .frame import Arg, Call, Options, option
 
 KEY, TITLE = "hedging", "Hedging waste"
 
@@ -338,7 +338,21 @@ def _findings(hosts: list[dict[str, Any]], beaten: dict[str, list[dict[str, Any]
 
 @dataclass(frozen=True)
 class HedgingOptions(Options):
-    all_races: bool = False      # list every race in the JSON (default: the RACES_LISTED with most waste)
+    all_races: bool = option(False, "--all-races", "List every race in the JSON (by default the 100 with the most "
+                             "wasted work; all stay in the store: hedge_races).")   # RACES_LISTED
+
+    EPOCH = Arg(help="Epoch index: its effective span is the range (unless --since/--until are given).",
+                optional=True)
+    RANGE = True
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> Call:
+        """It needs a range, epoch N's span or --since/--until (time_range's rule, checked
+        before anything is collected)."""
+        options = cls(**values)
+        if epoch is None and options.since is None and options.until is None:
+            raise UsageError(f"hedging: {time_range(None, None, options)[3]}")
+        return Call(epoch, options)
 
 
 # -- the analysis ----------------------------------------------------------------------------
@@ -739,15 +753,3 @@ def metrics(result: Result):
     for h in result.data["hosts"]:
         if h["wasted_seconds"] is not None:
             yield "auditor_wasted_attempt_seconds", (str(h["host"] or h["label"]),), h["wasted_seconds"]
-
-
-def call(epoch: int | None, since: datetime | None, until: datetime | None, participant: str | None,
-         all_races: bool = False):
-    """``auditor hedging``' flags as a :class:`frame.Call`: it needs a range, epoch N's span or
-    --since/--until (time_range's rule, checked before anything is collected)."""
-    from .frame import Call
-
-    options = HedgingOptions(participant=participant, since=since, until=until, all_races=all_races)
-    if epoch is None and since is None and until is None:
-        raise UsageError(f"hedging: {time_range(None, None, options)[3]}")
-    return Call(epoch, options)

@@ -57,16 +57,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..result import Finding, Result, Table, utc_text
-from ..store import Store
 from . import capability, cpoc, misstest
 from .context import Run, run_for
 from .cpoc import (  # noqa: F401  (the pure rules stay importable from here)
     DEFAULT_PER_10000, MISS_DISPOSITIONS, MISS_OUTCOMES, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
     with_cpoc_evidence)
-from .frame import Options, require_epoch
+from .frame import Call, Options, option, require_epoch
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
 
 KEY, TITLE = "poc_overload", "Preserved hosts under confirmation PoC"
 
@@ -76,13 +78,20 @@ KEY, TITLE = "poc_overload", "Preserved hosts under confirmation PoC"
 class PocOverloadOptions(Options):
     """Options of ``auditor poc-overload`` (defaults: what ``auditor epoch N`` uses)."""
 
-    per_10000: float | None = None       # PoCMaxConcurrentPer10000Weight; None = the gateway default
-    lookback_minutes: float = cpoc.DEFAULT_LOOKBACK_MINUTES   # "before the window": minutes before the trigger
-    cap_span: str = "generation"         # where the counterfactual applies the cap: generation | window
+    per_10000: float | None = cpoc.per_10000_option()     # PoCMaxConcurrentPer10000Weight; None = the gateway default
+    lookback_minutes: float = option(cpoc.DEFAULT_LOOKBACK_MINUTES, "--lookback", "Minutes before each window "
+                                     "that count as the host's usual load.", metavar="MIN", min=1)
+    cap_span: str = option("generation", "--cap-span", "Where the counterfactual applies the cap: PoC generation "
+                           "(as proposed) or the whole window.", choices=("generation", "window"))
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2
     tiny_share: float = 0.02             # structural risk: an escrow whose only preserved slots are held by hosts below this share of the model
     miss_test_findings: bool = False     # repeat reward_zeroed_miss_test with the CPoC evidence (the command)
     accounting_share: float = 0.5        # without a log: warn when the accounting's CPoC-phase misses are at least this share of the chain's
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> Call:
+        """The command repeats reward_zeroed_miss_test with the cPoC evidence (the epoch report does not)."""
+        return Call(epoch, cls(**values, miss_test_findings=True))
 
 
 # -- pure rules ---------------------------------------------------------------------------------

@@ -4,10 +4,14 @@ of ``auditor epoch N``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..result import Result, Table
-from ..store import Store
 from .context import Run
 from .frame import Options
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
 
 KEY, TITLE = "preserved_nodes", "Preserved nodes"
 

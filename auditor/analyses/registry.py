@@ -2,8 +2,8 @@
 commands the CLI has, which charts the html report draws, which metrics the textfile
 exports, which finding codes exist, and the README's tables of all of these.
 
-A record says what an analysis IS (its key, title, command, options, sources, the
-analyses it reads, its finding codes and metric families); its module says what it
+A record says what an analysis IS (its key, title, command, options, the sources it reads,
+its finding codes and metric families); its module says what it
 DOES: ``run(store, epoch, options[, ctx]) -> Result``, and at its end ``charts(result)``
 and ``metrics(result)``, functions of its result next to the code that makes the data.
 The module is imported only when the analysis runs, so ``auditor --help`` stays fast:
@@ -28,6 +28,10 @@ from pathlib import Path
 from typing import Any
 
 BASE_SUBJECT_KINDS = ("participant", "escrow", "model", "host_pair")
+# what an analysis may read: the sources a collect stores (coverage's entries); a result's
+# coverage may name a part of one (chain_escrows: the chain's escrows)
+SOURCES = ("chain", "accounting", "gateway_log", "metrics", "host")
+SOURCE_PARTS = {"chain_escrows": "chain"}
 
 
 @dataclass(frozen=True)
@@ -67,12 +71,11 @@ class Metric:
 
 @dataclass(frozen=True)
 class Command:
-    """An analysis's own CLI command: its name, the usage the README shows, and its --help
-    text (ending with an ``Example:`` block). Its flags: ``cli.FLAGS[key]`` (default: epoch N
-    and --participant)."""
+    """An analysis's own CLI command: its name and its --help text (ending with an
+    ``Example:`` block). Its flags, and the usage the README shows, are made from the
+    analysis's Options class (``option`` fields, analyses/frame.py)."""
 
     name: str
-    usage: str
     help: str
 
 
@@ -86,8 +89,7 @@ class Analysis:
     summary: str = ""                        # one line: what it answers (the README's command table)
     command: Command | None = None           # None: a part of the epoch report only
     options: str | None = None               # the module's Options subclass (None: frame.Options)
-    sources: tuple[str, ...] = ("chain",)    # what it reads: chain, accounting, gateway_log, metrics
-    depends: tuple[str, ...] = ()            # keys of the analyses whose facts it reads (run before it)
+    sources: tuple[str, ...] = ("chain",)    # what it reads (SOURCES): the epoch header's "no X: ... unknown"
     kept: tuple[str, ...] = ()               # views over the logs it reads from their kept tables (Store.derived)
     codes: tuple[Code, ...] = ()
     metrics: tuple[Metric, ...] = ()         # samples: the module's metrics(result)
@@ -117,10 +119,18 @@ class Analysis:
             return Options
         return getattr(self.load(), self.options)
 
+    def usage(self) -> str:
+        """Its command's usage, made from its Options class (the README's command table)."""
+        return self.options_class().usage(self.command.name)
+
     def options_from(self, options: Any) -> Any:
         """``options`` as this analysis's own options (``Options.of``): the shared fields
         (participant, since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
         return self.options_class().of(options)
+
+    def reads(self, source: str) -> bool:
+        """Whether it reads ``source`` (a coverage entry's name: chain_escrows is the chain's)."""
+        return SOURCE_PARTS.get(source, source) in self.sources
 
     def charts_of(self, result: Any) -> list:
         return self.load().charts(result) if self.charts else []
@@ -128,6 +138,22 @@ class Analysis:
     def samples(self, result: Any) -> Iterable[tuple[str, tuple[str, ...], float]]:
         """``(metric, label values without epoch, value)`` of this analysis's metrics."""
         return self.load().metrics(result) if self.metrics else ()
+
+
+# the report's own metric families (the textfile of report daily; promfile.py sets them)
+REPORT_METRICS = (
+    Metric("auditor_report_complete", (), "1 when the last run's report was complete, 0 when its data was "
+           "incomplete or the run failed", "1 when the last run's report was complete, 0 when it was "
+           "incomplete or failed (alert on it)", epoch=False),
+    Metric("auditor_report_timestamp_seconds", (), "When the last run ended (Unix time)",
+           "when the last run ended, a failed one too", epoch=False),
+    Metric("auditor_report_epoch", (), "The epoch the last run reported", "the epoch the last run reported "
+           "(absent when a run failed before knowing it)", epoch=False),
+    Metric("auditor_findings", ("code", "severity"), "Findings by code and severity",
+           "findings of each code and severity"),
+    Metric("auditor_findings_by_severity", ("severity",), "Findings by severity",
+           "the same by severity, 0 included (alert on it)"),
+)
 
 
 # -- the records, in report order -----------------------------------------------------------------
@@ -147,7 +173,7 @@ ANALYSES: list[Analysis] = [
     Analysis(
         "miss_test", "Miss test", "auditor.analyses.misstest",
         summary="the chain's miss test for every participant of epoch N",
-        command=Command("misstest", "`auditor misstest N [source flags] [output flags] [--participant ADDR]`", """\
+        command=Command("misstest", """\
 Reproduce the chain's binomial miss test for every participant of epoch N.
 
 \b
@@ -181,7 +207,7 @@ Example:
     Analysis(
         "poc_overload", "Preserved hosts under confirmation PoC", "auditor.analyses.poc_overload",
         summary="preserved hosts of each cPoC: weight, cap, load, misses, the miss test, the capped counterfactual",
-        command=Command("poc-overload", "`auditor poc-overload N [...] [--per-10000 X]`", """\
+        command=Command("poc-overload", """\
 Preserved hosts under each confirmation PoC of epoch N: weight and cap, load, misses,
 the miss test, and the window replayed with the proposed per-host cap.
 
@@ -193,7 +219,6 @@ Example:
   auditor poc-overload 433 --offline --per-10000 10 --cap-span window --fail-on error"""),
         options="PocOverloadOptions", sources=("chain", "accounting", "gateway_log", "metrics"),
         kept=("attempts", "log_ghosts", "log_host_lines", "log_participants"),
-        depends=("miss_test",),
         codes=(Code("poc_overload", ("warn", "error"), "participant",
                     "a preserved host's peak in flight in a cPoC window far above its cap, with misses there; "
                     "without a log, its misses in dispatch phase `confirmation_poc` by the accounting API, a large "
@@ -218,8 +243,7 @@ Example:
         "preserved_targets", "Preserved-weight targets from PoC demand", "auditor.analyses.targets",
         summary="per-model demand in PoC windows, D_m, the suggested target, fill plans, the covering "
                 "`poc_slot_allocation`",
-        command=Command("targets", "`auditor targets N` / `auditor targets --epochs A..B [--statistic max\\|pNN] "
-                                   "[--headroom 1.25] [--bundle PATH_OR_URL]...`", """\
+        command=Command("targets", """\
 Per-model preserved-weight targets from the demand measured in PoC windows: D_m, the
 suggested max(target, D_m), a largest-first fill plan and the chain's smallest-first choice.
 
@@ -229,7 +253,7 @@ Example:
   auditor targets --epochs 420..433 --offline --format md
   auditor targets 433 --offline --statistic p99 --headroom 1.5 --format json
   auditor targets --epochs 420..433 --offline --bundle gw-a.parquet --bundle https://gw-b.example/demand.parquet"""),
-        options="TargetsOptions", sources=("chain", "gateway_log", "accounting"), depends=("poc_overload",),
+        options="TargetsOptions", sources=("chain", "gateway_log", "accounting"),
         kept=("attempts",),
         codes=(Code("preserved_capacity_short", ("warn", "info"), "model",
                     "an episode preserved less weight than the model's demand; warn when its hosts then took "
@@ -245,7 +269,7 @@ Example:
         "hedging", "Hedging waste", "auditor.analyses.hedging",
         summary="races, suppressed losers, wasted work, predictability, remedies' savings, "
                 "`primary_unresponsive` false positives",
-        command=Command("hedging", "`auditor hedging N` / `auditor hedging --since T --until T`", """\
+        command=Command("hedging", """\
 Hedging waste: races, primaries beaten by speed-up hedges, suppressed losers that ran
 to completion, predictability, primary_unresponsive false positives and what the
 remedies would have saved, over epoch N's span or --since/--until.
@@ -255,7 +279,7 @@ Example:
   auditor hedging 433 --gateway-log '/var/log/gateway/*.log.gz' --node http://node1.gonka.ai:8000
   auditor hedging 433 --offline --format json --fail-on warn
   auditor hedging --offline --since 2026-10-23T11:35 --until 2026-10-23T11:45 --format md"""),
-        options="HedgingOptions", sources=("gateway_log", "chain"),
+        options="HedgingOptions", sources=("gateway_log", "chain", "metrics"),
         kept=("attempts", "hedge_attempts", "hedge_races", "hedge_priors", "log_host_lines", "log_participants"),
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
@@ -278,7 +302,7 @@ Example:
         "remints", "Escrow remints", "auditor.analyses.remints",
         summary="every escrow deactivation classified spurious / legitimate / unknown, mints per model, "
                 "peaks, costs",
-        command=Command("remints", "`auditor remints N [--threshold X]`", """\
+        command=Command("remints", """\
 Escrow remints: every deactivation of epoch N classified spurious (one request too large
 for a healthy escrow retired it), legitimate (low balance, high nonce, epoch rotation) or
 unknown (with what is missing), the replacement mints per model, unexplained mint peaks,
@@ -318,7 +342,8 @@ EPOCH = Analysis(
     "epoch", "Epoch report", "auditor.analyses.epoch_report",
     summary="collect what is missing for epoch N, then run every analysis: all findings ranked by severity, "
             "then one section per analysis",
-    command=Command("epoch", "`auditor epoch N [source flags] [output flags] [--participant ADDR]`", """\
+    options="EpochOptions",
+    command=Command("epoch", """\
 Collect what is missing for epoch N, then print its report: every analysis, and
 all their findings ranked by severity.
 
@@ -336,10 +361,7 @@ WATCH = Analysis(
     "watch", "Miss test of the running epoch", "auditor.analyses.watch",
     summary="the running epoch's miss test projected to its end, per participant, with the misses not yet "
             "on chain; once for cron, or re-read at an interval; `--backtest N` replays epoch N's readings",
-    command=Command("watch", "`auditor watch [--participant ADDR]... [--once] [--interval 10m] "
-                             "[--margin-share 0.2] [--host URL]... [source flags] [output flags] "
-                             "[--prom-textfile PATH]` / "
-                             "`auditor watch --backtest N [--participant ADDR]...`", """\
+    command=Command("watch", """\
 Early warning: the chain's miss test of the running epoch, projected to its end from the
 chain's counters (settled escrows) plus the misses of escrows not settled yet (--accounting,
 --host). Without --once it re-reads every --interval and prints only what changed.
@@ -387,6 +409,15 @@ def codes() -> dict[str, Code]:
     return {c.code: c for a in _records() for c in a.codes}
 
 
+def undeclared(code: str) -> str | None:
+    """What is wrong with a finding's ``code`` that no record declares, in a sentence; None
+    when one does (``Finding`` refuses an undeclared one: a code is the registry's)."""
+    if code in codes():
+        return None
+    return (f"finding code {code!r} is not declared: add Code({code!r}, severities, subject kind, meaning, "
+            f"action) to the codes of its analysis's record in auditor/analyses/registry.py")
+
+
 class _Facts(dict):
     """What an action's placeholders are filled from; one it lacks stays a word to replace."""
 
@@ -422,8 +453,6 @@ def subject_kinds() -> tuple[str, ...]:
 def metrics(*, live: bool = True) -> list[Metric]:
     """Every metric family of the textfiles, each once: the report's own, then each analysis's
     (``live=False``: report daily's alone, without the families only watch writes)."""
-    from ..report.promfile import REPORT_METRICS
-
     records = _records() if live else ANALYSES
     return list({m.name: m for m in [*REPORT_METRICS, *(m for a in records for m in a.metrics)]}.values())
 
@@ -441,11 +470,12 @@ def _row(*cells: str) -> str:
 COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`",
                     "collect any combination of sources into the store")]
 COMMANDS_AFTER = [
-    ("report daily", "`auditor report daily --out DIR [--date D] [--fail-on L] [--prom-textfile PATH]`",
+    ("report daily", "`auditor report daily --out DIR [--date D] [--epoch N] [--fail-on L] [--prom-textfile PATH] "
+                     "[source flags]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
     ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE] [--allow-files]`",
      "query the store, read-only: no other file read or written unless `--allow-files`, no setting changed"),
-    ("serve", "`auditor serve DIR...`", "serve `--record` directories on loopback"),
+    ("serve", "`auditor serve DIR... [--port 8000]`", "serve `--record` directories on loopback"),
     ("export demand", "`auditor export demand --epochs A..B --out FILE.parquet [--name NAME] [--per-10000 X]`",
      "one gateway's cPoC demand as a small Parquet bundle for `auditor targets --bundle` (no request ids, keys "
      "or log lines)"),
@@ -453,7 +483,8 @@ COMMANDS_AFTER = [
 
 
 def commands_table() -> list[str]:
-    rows = [(u, s) for _, u, s in COMMANDS_BEFORE] + [(a.command.usage, a.summary) for a in commands()]
+    rows = [(u, s) for _, u, s in COMMANDS_BEFORE] + [(f"`{a.usage()}`".replace("|", "\\|"), a.summary)
+                                                      for a in commands()]
     return ["| command | what it does |", "|---|---|",
             *(_row(*r) for r in rows + [(u, s) for _, u, s in COMMANDS_AFTER])]
 

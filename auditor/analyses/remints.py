@@ -65,12 +65,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..result import Finding, Result, Table, utc, utc_text
-from ..store import Store
 from .context import Run
-from .frame import Options
+from .frame import Options, option
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
 
 KEY, TITLE = "remints", "Escrow remints"
 
@@ -84,11 +86,18 @@ EDGE = timedelta(seconds=60)       # evidence this close to a log's start may li
 
 @dataclass(frozen=True)
 class RemintOptions(Options):
-    threshold: int | None = None            # None: the threshold the gateway logged, else 1,000,000
-    rotation_target: int | None = None      # None: estimated from the epoch-start pass
-    peak_window_minutes: int = 60
+    threshold: int | None = option(None, "--threshold", "The gateway's minimum escrow balance "
+                                   "(balanceMinimumThreshold): below it an escrow's end of life is legitimate. "
+                                   "[default: the threshold= the gateway logged, else 1000000]",
+                                   metavar="UNITS", min=0)
+    rotation_target: int | None = option(None, "--rotation-target", "Regular escrows per model the rotator keeps "
+                                         "(target_count). [default: estimated from the epoch-start rotation pass "
+                                         "in the logs]", metavar="N", min=0)
+    peak_window_minutes: int = option(60, "--peak-window", "Window of a mint peak.", metavar="MINUTES", min=1)
     peak_min: int = 3
     recent_minutes: int = 10                # "had just served ordinary requests"
+
+    WITHOUT = ("participant",)              # the escrows are the gateway's, not one participant's
 
 
 # -- small helpers -------------------------------------------------------------------------

@@ -42,15 +42,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError, UsageError
 from ..result import Finding, Result, Table, utc_text
 from .. import demand_bundle
-from ..store import Store
 from . import cpoc
 from .context import Run, run_for
-from .frame import Options, not_stored, require_epoch
+from .frame import Arg, Call, Options, not_stored, option, require_epoch
+
+if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
+    from ..store import Store
 
 KEY, TITLE = "preserved_targets", "Preserved-weight targets from PoC demand"
 DEFAULT_FRACTION = Decimal("0.5")          # the chain's fallback when poc_slot_allocation is unset
@@ -68,11 +70,35 @@ LOWER_BOUND_NOTE = ("demand is what the gateway logs in the store saw: one gatew
 class TargetsOptions(Options):
     """Options of ``auditor targets`` (defaults: what ``auditor epoch N`` uses)."""
 
-    statistic: str = "max"               # max | pNN (percentile of per-second in flight, e.g. p99)
-    headroom: float = 1.25               # demand x headroom is what the preserved set must carry
-    per_10000: float | None = None       # PoCMaxConcurrentPer10000Weight; None = the gateway default
-    bundles: tuple[str, ...] = ()        # demand bundles (auditor export demand): paths or http(s) URLs
-    assume_latency: float | None = None  # seconds: Little's law's latency when no log or bundle gives one
+    epochs: str | None = option(None, "--epochs", "Pool the demand of epochs A to B (inclusive) and show how "
+                                "stable it is.", metavar="A..B")     # the command's other form (run_range)
+    statistic: str = option("max", "--statistic", "Demand statistic over per-second in flight in PoC windows: "
+                            "max, or a percentile such as p99.", metavar="max|pNN")
+    headroom: float = option(1.25, "--headroom", "Factor on the demand: demand x headroom is what the preserved "
+                             "set must carry.", metavar="X", min=1.0)
+    per_10000: float | None = cpoc.per_10000_option()     # PoCMaxConcurrentPer10000Weight; None = the gateway default
+    bundles: tuple[str, ...] = option((), "--bundle", "A demand bundle (auditor export demand) of another gateway: "
+                                      "its per-second demand is summed with the store's logs per model and window. "
+                                      "Repeatable; an http(s) URL is fetched.", metavar="PATH_OR_URL", repeat=True)
+    assume_latency: float | None = option(None, "--assume-latency", "Latency for the accounting-only estimate of "
+                                          "the mean in flight (Little's law) when no log or bundle gives one. "
+                                          "[default: 10]", metavar="SECONDS", min=0.001)
+
+    EPOCH = Arg(help="Epoch index (or --epochs A..B).", optional=True)
+    WITHOUT = ("participant",)
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> Call:
+        """An epoch N, or ``--epochs A..B`` (demand pooled over the range, run_range), never both."""
+        options = cls(**values)
+        parse_statistic(options.statistic)
+        if (epoch is None) == (options.epochs is None):
+            raise UsageError("give either an epoch N or --epochs A..B")
+        if epoch is not None:
+            return Call(epoch, options)
+        first, last = parse_epoch_range(options.epochs)
+        return Call(last, options, collect=tuple(range(first, last + 1)),
+                    run=lambda store, _epoch, opts: run_range(store, first, last, opts))
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -740,21 +766,3 @@ def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:
     for t in result.data["preserved_targets"]:
         if t["gap"] is not None:
             yield "auditor_preserved_target_gap_weight", (str(t["model_id"]),), t["gap"]
-
-
-def call(n: int | None, epochs: str | None, statistic: str, headroom: float, per_10000: float | None,
-         bundle: Sequence[str] = (), assume_latency: float | None = None):
-    """``auditor targets``' flags as a :class:`frame.Call`: an epoch N, or ``--epochs A..B``
-    (demand pooled over the range, run_range), never both."""
-    from .frame import Call
-
-    options = TargetsOptions(statistic=statistic, headroom=headroom, per_10000=per_10000,
-                             bundles=tuple(bundle or ()), assume_latency=assume_latency)
-    parse_statistic(statistic)
-    if (n is None) == (epochs is None):
-        raise UsageError("give either an epoch N or --epochs A..B")
-    if n is not None:
-        return Call(n, options)
-    first, last = parse_epoch_range(epochs)
-    return Call(last, options, collect=tuple(range(first, last + 1)),
-                run=lambda store, _epoch, opts: run_range(store, first, last, opts))

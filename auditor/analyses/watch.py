@@ -18,6 +18,7 @@ warnings were false. :func:`loop` re-reads at the interval and prints only what 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -25,9 +26,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..result import Finding, Result, Table, utc_text
+from ..errors import UsageError
+from ..result import SCHEMA_VERSION, Finding, Result, Table, utc_text
 from .context import Run
-from .frame import Options
+from .frame import Options, option
 from .misstest import facts as misstest_facts, grace_applied, verdict_of as chain_test
 from .misstest_math import P0Result, dynamic_p0
 
@@ -42,8 +44,69 @@ ASSUMPTION = ("projection: requests and misses keep arriving at the average rate
 
 @dataclass(frozen=True)
 class WatchOptions(Options):
-    margin_share: float = 0.2                # warn when the margin is under this share of the allowance
-    participants: tuple[str, ...] = ()       # only these (the network figures still come from all)
+    """``auditor watch``'s options: the assessment's (participants, margin_share) and the
+    command's own (once, interval, hosts, prom_textfile, backtest: auditor/watch.py)."""
+
+    participants: tuple[str, ...] = option((), "--participant", "Only this participant (repeatable; the network "
+                                           "figures still come from all).", metavar="ADDR", short="-p", repeat=True)
+    once: bool = option(False, "--once", "One reading and report, then exit (for cron).")
+    interval: str = option("10m", "--interval", "Time between readings without --once, e.g. 30s, 10m, 1h.",
+                           metavar="DURATION")
+    margin_share: float = option(0.2, "--margin-share", "Warn when the projected margin is under this share of "
+                                 "the misses allowed.", metavar="X")
+    hosts: tuple[str, ...] = option((), "--host", "A devshard host's base, http://HOST:PORT/devshard/<version>: its "
+                                    "unsettled slots. Repeatable.", metavar="URL", repeat=True)
+    prom_textfile: Path | None = option(None, "--prom-textfile", "Keep the margin, projected verdict and requests "
+                                        "per participant here (node_exporter textfile).", metavar="PATH")
+    backtest: int | None = option(None, "--backtest", "Replay settled epoch N's stored readings against its "
+                                  "verdicts.", metavar="N", min=0)
+
+    EPOCH = None
+    WITHOUT = ("participant",)       # --participant is participants' (repeatable)
+
+    @classmethod
+    def call(cls, epoch: int | None, **values: Any) -> "WatchCall":
+        """The command's flags as its WatchCall (auditor/watch.py: live, or --backtest)."""
+        return call(**values)
+
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+
+def seconds(text: str) -> float:
+    """``10m``, ``30s``, ``1h``, ``500ms`` or a plain number of seconds."""
+    m = DURATION.match(text or "")
+    if not m:
+        raise UsageError(f"--interval {text!r}: give a duration such as 30s, 10m or 1h")
+    value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+    if value <= 0:
+        raise UsageError(f"--interval {text!r}: must be more than 0")
+    return value
+
+
+@dataclass(frozen=True)
+class WatchCall:
+    participants: tuple[str, ...]
+    once: bool
+    interval: float
+    margin_share: float
+    hosts: tuple[str, ...]
+    prom_textfile: Path | None
+    backtest: int | None
+
+
+def call(participants=(), once=False, interval="10m", margin_share=0.2, hosts=(), prom_textfile=None,
+         backtest=None) -> WatchCall:
+    """``auditor watch``'s flags (analyses/watch.py WatchOptions) checked together."""
+    if not 0 <= margin_share < 1:
+        raise UsageError(f"--margin-share {margin_share}: give a share in [0, 1), e.g. 0.2")
+    live_only = [flag for flag, given in (("--once", once), ("--host", hosts), ("--prom-textfile", prom_textfile))
+                 if given]
+    if backtest is not None and live_only:
+        raise UsageError(f"{', '.join(live_only)}: only a live watch reads that; --backtest {backtest} replays "
+                         "the readings stored (give --participant to narrow it)")
+    return WatchCall(tuple(participants or ()), once, seconds(interval), margin_share, tuple(hosts or ()),
+                     prom_textfile, backtest)
 
 
 # -- one reading ----------------------------------------------------------------------------
@@ -291,10 +354,11 @@ def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") 
             continue
         changed = {k: [None if old is None else old[k], v] for k, v in now.items() if old is None or old[k] != v}
         if fmt == "json":
-            from ..report.render import json_text      # the one JSON writer: never NaN
+            from ..report.view import json_text      # the one JSON writer: never NaN
 
-            out.append(json_text({"taken_at": utc_text(d["taken_at"]), "epoch": d["epoch"], "height": d["height"],
-                                   "progress": d["progress"], "participant": participant, "changed": changed}))
+            out.append(json_text({"schema_version": SCHEMA_VERSION, "taken_at": utc_text(d["taken_at"]),
+                                 "epoch": d["epoch"], "height": d["height"],
+                                  "progress": d["progress"], "participant": participant, "changed": changed}))
         else:
             out.append(f"{head}: {participant} " + ", ".join(
                 f"{k} {v}" if old is None else f"{k} {a} -> {v}" for k, (a, v) in changed.items()))

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..result import Chart
+from ..times import utc
 from .text import html as escape  # the rule for outside text in html
 
 W, H = 560, 260
@@ -44,13 +45,13 @@ def nice_max(v: float) -> float:
 
 def _num(x: Any) -> float:
     if isinstance(x, datetime):
-        return (x if x.tzinfo else x.replace(tzinfo=timezone.utc)).timestamp()
+        return utc(x).timestamp()
     return float(x)
 
 
 def _label(x: Any, span: float = 0) -> str:
     if isinstance(x, datetime):
-        x = x.astimezone(timezone.utc)
+        x = utc(x)             # a naive time is UTC, not the machine's zone
         return x.strftime("%H:%M:%S" if span < 600 else "%m-%d %H:%M" if span > 86400 else "%H:%M")
     if isinstance(x, float):
         return f"{x:.3g}"

@@ -13,7 +13,7 @@ import json
 from ..result import Finding, Result, Table, ranked
 from . import figures
 from .charts import MIN_WIDTH, to_svg
-from .render import View, cell, json_default, legend, numeric
+from .view import View, cell, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
@@ -162,3 +162,8 @@ def to_html(result: Result, view: View = View()) -> str:
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(result.title)}</title>"
             f"<style>{STYLE}</style></head><body>" + "".join(body) + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def write(result: Result, out, view: View) -> None:
+    """This format's record (formats.py): the report to the text stream ``out``."""
+    out.write(to_html(result, view))

@@ -15,7 +15,7 @@ import io
 import json
 
 from ..result import Finding, Result, Table
-from .render import View, cell, json_default, layout, numeric
+from .view import View, cell, json_default, layout, numeric
 from .text import PROSE_LIMIT, md, md_block, md_code
 
 FOLD_ROWS = 15
@@ -120,3 +120,8 @@ def _markdown(result: Result, view: View, max_rows: int) -> str:
     if view.command:
         out.write(f"\n---\n\nMade by {md_code(view.command)}.\n")
     return out.getvalue()
+
+
+def write(result: Result, out, view: View) -> None:
+    """This format's record (formats.py): the report to the text stream ``out``."""
+    out.write(to_markdown(result, view))

@@ -2,7 +2,7 @@
 collector. Written with the Prometheus client library's exposition code, atomically (a temp
 file beside the target, then a rename: ``render.write_atomic``), or in place on a FIFO or device.
 
-Metrics (gauges): the report's own, ``REPORT_METRICS`` below, then the ones each analysis
+Metrics (gauges): the report's own, ``registry.REPORT_METRICS``, then the ones each analysis
 declares in its registry record (``analyses/registry.py``), whose samples its module's
 ``metrics(result)`` yields. The README's table of them is generated from the same records.
 The facts of an epoch carry its ``epoch`` label; the run's own (complete, when, which
@@ -20,22 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..analyses import registry as analyses
-from ..analyses.registry import Metric
+from ..analyses.registry import REPORT_METRICS, Metric
+from ..errors import UsageError
 from ..result import SEVERITIES, Result
 
-REPORT_METRICS = (
-    Metric("auditor_report_complete", (), "1 when the last run's report was complete, 0 when its data was "
-           "incomplete or the run failed", "1 when the last run's report was complete, 0 when it was "
-           "incomplete or failed (alert on it)", epoch=False),
-    Metric("auditor_report_timestamp_seconds", (), "When the last run ended (Unix time)",
-           "when the last run ended, a failed one too", epoch=False),
-    Metric("auditor_report_epoch", (), "The epoch the last run reported", "the epoch the last run reported "
-           "(absent when a run failed before knowing it)", epoch=False),
-    Metric("auditor_findings", ("code", "severity"), "Findings by code and severity",
-           "findings of each code and severity"),
-    Metric("auditor_findings_by_severity", ("severity",), "Findings by severity",
-           "the same by severity, 0 included (alert on it)"),
-)
 
 METRICS = tuple(m.name for m in (*REPORT_METRICS, *(m for a in analyses.ANALYSES for m in a.metrics)))
 

@@ -1,336 +1,58 @@
-"""Render a Result in every format: the dispatch, JSON, CSV, and what the text formats
-share (cells, the layout, the findings table). The terminal view is ``table.py``, Markdown
-``markdown.py``, HTML ``html.py``. Formatting only: no computing."""
+"""Render a Result in a format: the dispatch to the format's record (formats.py), and writing
+a report whole or not at all. What the formats share is in ``view.py``, below them; the
+terminal view is ``table.py``, Markdown ``markdown.py``, HTML ``html.py``."""
 
 from __future__ import annotations
 
-import csv
 import io
-import itertools
-import json
-import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Decimal
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import UsageError
-from ..result import Finding, Result, Stream, Table, ranked, utc_text
-from .text import csv_cell
-
-
-def json_default(v: Any) -> Any:
-    if isinstance(v, Decimal):
-        # exact: integers stay integers, fractions keep their digits
-        return int(v) if v == v.to_integral_value() and abs(v) < 10**18 else format(v.normalize(), "f")
-    if isinstance(v, datetime):
-        return utc_text(v)           # the one written form of a time (auditor/times.py)
-    if isinstance(v, date):
-        return v.isoformat()
-    if isinstance(v, (set, tuple)):
-        return list(v)
-    if hasattr(v, "to_dict"):
-        return v.to_dict()
-    return str(v)
-
-
-LONG_LIST = 100     # a list longer than this is written one compact item per line
-
-
-def to_json(data: Any) -> str:
-    """Indented JSON, as ``json.dumps(indent=2)`` writes it, except that the items of a long
-    list (every race of a 1 GB log) are each written compact on a line of their own: one
-    item per line still reads and greps, and the C encoder writes it ~10x faster than the
-    pure-Python indenting one."""
-    return "".join(json_pieces(data))
-
-
-_COMPACT = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(", ", ": "))
-
-
-def json_finite(v: Any) -> Any:
-    """``v`` with every float that is not a number made JSON, which has no NaN or infinity:
-    NaN is null (no value: unknown, as NULL), an infinity the string ``"Infinity"`` or
-    ``"-Infinity"`` (the value says what it is). Python's encoder writes bare ``NaN``, which
-    no strict JSON reader takes (a NaN /metrics sample reached hedging's output so)."""
-    if isinstance(v, float):
-        if v != v:
-            return None
-        return v if abs(v) != math.inf else ("Infinity" if v > 0 else "-Infinity")
-    if v is None or isinstance(v, (str, int)):
-        return v
-    if isinstance(v, dict):
-        return {k: json_finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_finite(x) for x in v]
-    return json_finite(json_default(v))
-
-
-def json_text(v: Any) -> str:
-    """``v`` as compact JSON, never with NaN or Infinity (``json_finite``): the encoder's text,
-    written again only when it holds one of those words (rare; a string holding one comes
-    out the same)."""
-    text = _COMPACT.encode(v)
-    if "NaN" in text or "Infinity" in text:
-        text = _COMPACT.encode(json_finite(v))
-    return text
-
-
-def json_pieces(v: Any, level: int = 0) -> Iterator[str]:
-    """``to_json``'s text in pieces, in order: what ``emit`` writes as they come, so that a
-    ``Stream`` in the data (a list the result does not hold) is written a page at a time and
-    the whole text is never held either. Never NaN or Infinity (``json_text``)."""
-    if v is None or isinstance(v, (str, int, float)):
-        yield json_text(v)
-    elif isinstance(v, Stream) and v.count is None:
-        yield from _uncounted(v, level)
-    elif isinstance(v, dict):
-        if not v:
-            yield "{}"
-            return
-        pad, last = "  " * (level + 1), len(v) - 1
-        yield "{\n"
-        for i, (k, x) in enumerate(v.items()):
-            yield f"{pad}{_COMPACT.encode(k if isinstance(k, str) else json.dumps(k))}: "
-            yield from json_pieces(x, level + 1)
-            yield ",\n" if i < last else "\n"
-        yield "  " * level + "}"
-    elif isinstance(v, (list, Stream)):
-        if not len(v):
-            yield "[]"
-            return
-        pad, last, long = "  " * (level + 1), len(v) - 1, len(v) > LONG_LIST
-        yield "[\n"
-        for i, x in enumerate(v):
-            yield pad
-            if long:
-                yield json_text(x)
-            else:
-                yield from json_pieces(x, level + 1)
-            yield ",\n" if i < last else "\n"
-        yield "  " * level + "]"
-    else:                                   # Decimal, datetime, tuple, set, a to_dict() object
-        yield from json_pieces(json_default(v), level)
-
-
-def _uncounted(v: Stream, level: int) -> Iterator[str]:
-    """A list whose length is known at its end only, written as a list of that length is: its
-    first LONG_LIST + 1 items decide whether it is short (indented) or long (an item a line)."""
-    items = iter(v)
-    head = list(itertools.islice(items, LONG_LIST + 1))
-    if len(head) <= LONG_LIST:
-        yield from json_pieces(head, level)
-        return
-    pad = "  " * (level + 1)
-    yield "[\n" + pad + json_text(head[0])
-    for x in itertools.chain(head[1:], items):
-        yield ",\n" + pad + json_text(x)
-    yield "\n" + "  " * level + "]"
-
-
-def cell(v: Any) -> str:
-    """One value as text: NULL shows as an em dash (unknown), never as 0."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:.4f}".rstrip("0").rstrip(".") if v == v else "NaN"
-    if isinstance(v, Decimal):
-        return format(v.normalize(), "f") if v == v else "NaN"
-    if isinstance(v, datetime):
-        return utc_text(v, "milliseconds")          # json keeps every digit
-    if isinstance(v, (list, tuple)):
-        return ", ".join(cell(x) for x in v)
-    return str(v)
-
-
-def numeric(t: Table, col: str) -> bool:
-    vals = [r.get(col) for r in t.rows if r.get(col) is not None]
-    return bool(vals) and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in vals)
-
-
-def findings_table(findings: list[Finding]) -> Table:
-    """The findings as rows: what table, markdown and csv show of them."""
-    rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
-             "model": f.model, "summary": f.summary, "action": f.action} for f in ranked(findings)]
-    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
-                 narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
-
-
-# The abbreviations the reports use, each with what it stands for: a table that declares one
-# (``Table.legend``; a header: ``Result.legend``) is followed by its line. Declared, never
-# guessed from the text: cells and notes hold outside text, and a host named W_m gets no legend.
-LEGEND = {
-    "T / M / n_used": "T / M / n_used = the epoch's requests and misses over all participants, and how many "
-                      "participants had requests (the network baseline's inputs)",
-    "W_m": "W_m = model m's total PoC weight",
-    "D_m": "D_m = the weight needed to serve model m's in-flight demand in a PoC window at the gateway's "
-           "per-10,000 ratio (demand_weight)",
-    "cf_*": "cf_* = counterfactual: the window replayed with the proposed per-host cap",
-    "(table)": "(table) = the allowance is the chain's table of critical misses for that p0 "
-               "(above 990 requests the chain's rate rule)",
-}
-
-
-def legend(abbreviations: list[str]) -> list[str]:
-    """The ``LEGEND`` lines of ``abbreviations`` (its keys), in ``LEGEND``'s order."""
-    unknown = set(abbreviations) - set(LEGEND)
-    if unknown:
-        raise KeyError(f"no legend for {sorted(unknown)}: add it to report/render.py LEGEND")
-    return [line for abbr, line in LEGEND.items() if abbr in abbreviations]
-
-
-def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
-    """The order every text format follows, as ``(kind, depth, item)``: the title, the
-    header lines, the findings (of a composed report: all, ranked), the tables, then each
-    part's title, header and tables; a header or table declaring abbreviations of ``LEGEND``
-    is followed by a ``legend`` item, their lines. kind is 'title', 'header', 'findings',
-    'table' or 'legend'."""
-    yield "title", 1, result.title
-    if result.header:
-        yield "header", 1, result.header
-        yield from _legend(result.legend, 1)
-    if result.findings or result.parts:
-        yield "findings", 2, ranked(result.findings)
-    for t in result.tables:
-        yield "table", 2, t
-        yield from _legend(t.legend, 2)
-    for part in result.parts:
-        if part.header:
-            yield "title", 2, part.title
-            yield "header", 2, part.header
-            yield from _legend(part.legend, 2)
-        for t in part.tables:
-            yield "table", 3 if part.header else 2, t
-            yield from _legend(t.legend, 3 if part.header else 2)
-
-
-def _legend(abbreviations: list[str], depth: int) -> Iterator[tuple[str, int, Any]]:
-    lines = legend(abbreviations)
-    if lines:
-        yield "legend", depth, lines
-
-
-def to_csv(table: Table) -> str:
-    """One line a row, ending in LF (``csv_pieces``)."""
-    return "".join(csv_pieces(table))
-
-
-CSV_PIECE_ROWS = 1000
-
-
-def csv_pieces(table: Table) -> Iterator[str]:
-    """The table as CSV in pieces of CSV_PIECE_ROWS rows, as its rows come (a ``Stream`` of a
-    query's rows is never all held). One line a row, ending in LF. The writer's terminator
-    is CRLF, because the csv module quotes only a field holding a character of it: with LF
-    alone a CR in a value went out bare and split the row for every reader. The writer
-    writes each row with one call, so each row's CRLF is then cut to LF."""
-    lines: list[str] = []
-    w = csv.writer(_Lines(lines), lineterminator="\r\n")
-    w.writerow([csv_cell(c) for c in table.columns])
-    for r in table.rows:
-        w.writerow([_csv_value(r.get(c)) for c in table.columns])
-        if len(lines) >= CSV_PIECE_ROWS:
-            yield "".join(line[:-2] + "\n" for line in lines)
-            lines.clear()
-    yield "".join(line[:-2] + "\n" for line in lines)
-
-
-class _Lines:
-    """A file for ``csv.writer`` that keeps each row it writes."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.write = lines.append
-
-
-def _csv_value(v: Any) -> Any:
-    """Empty for NULL (unknown), exact numbers, ISO times, lists as JSON, a text that a
-    spreadsheet would run as a formula with a leading ``'`` (``text.csv_cell``)."""
-    if v is None:
-        return ""
-    if isinstance(v, (Decimal, datetime, date)):
-        return json_default(v)
-    if isinstance(v, (list, tuple, dict)):
-        return json.dumps(v, default=json_default)
-    return csv_cell(v)
-
-
-@dataclass(frozen=True)
-class View:
-    """How to present a report: ``wide`` keeps every column and full addresses in the
-    terminal view; ``command`` is the command line that made it (md and html print it)."""
-
-    wide: bool = False
-    command: str | None = None
+from ..result import Result, Stream, Table
+from .formats import FORMATS, Format
+from .view import (  # noqa: F401  (callers read these here too)
+    LEGEND, View, cell, findings_table, json_default, json_pieces, layout, legend, numeric, to_csv, to_json)
 
 
 def render(result: Result, fmt: str, view: View = View()) -> str:
     """The whole report in one format, as text (the table format as for a file)."""
-    if fmt == "json":
-        return to_json(result.to_json()) + "\n"
-    if fmt == "md":
-        from .markdown import to_markdown
-
-        return to_markdown(result, view)
-    if fmt == "html":
-        from .html import to_html
-
-        return to_html(result, view)
-    if fmt == "csv":
-        if result.parts:
-            return to_csv(findings_table(result.findings))
-        if not result.tables:
-            raise UsageError(f"{result.title} has no table to write as CSV")
-        return to_csv(result.tables[0])
-    if fmt == "table":
-        from .table import print_table
-
-        out = io.StringIO()
-        print_table(result, out, view)
-        return out.getvalue()
-    raise UsageError(f"unknown format {fmt!r}")
+    out = io.StringIO()
+    _format(fmt).write(result, out, view)
+    return out.getvalue()
 
 
 def emit(result: Result, fmt: str, output: Path | None = None, view: View = View()) -> None:
     """Print the report, or write it to ``output`` atomically (a temp file beside it, then
     a rename), so a reader never sees half a report; a device, a FIFO or ``-`` in place
-    (``write_all_atomic``). JSON, and a CSV of one table, are written as they are made
-    (``json_pieces``, ``csv_pieces``)."""
-    pieces = None
-    if fmt == "json":
-        pieces = itertools.chain(json_pieces(result.to_json()), ["\n"])
-    elif fmt == "csv" and not result.parts and result.tables:
-        pieces = csv_pieces(result.tables[0])
-    if pieces is not None:
-        if output is not None:
-            write_atomic(output, pieces)
-        else:
-            sys.stdout.writelines(pieces)
-    elif output is not None:
-        write_atomic(output, render(result, fmt, view))
-    elif fmt == "table":
-        from .table import print_table
-
-        print_table(result, sys.stdout, view)
+    (``write_all_atomic``). Each format writes as it makes its text (JSON and CSV a piece at a
+    time: ``view.json_pieces``, ``view.csv_pieces``)."""
+    f = _format(fmt)
+    if output is not None:
+        write_atomic(output, lambda out: f.write(result, out, view))
     else:
-        sys.stdout.write(render(result, fmt, view))
+        f.write(result, sys.stdout, view)
 
 
-def write_atomic(path: Path, text: str | Iterable[str], flag: str | None = None) -> None:
-    """Write ``text`` (or its pieces) to ``path`` as a whole or not at all: a temp file beside
+def _format(fmt: str) -> Format:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}")
+    return FORMATS[fmt]
+
+
+def write_atomic(path: Path, text: str | Iterable[str] | Callable[[IO[str]], None], flag: str | None = None) -> None:
+    """Write ``text`` (or its pieces, or what a writer of a stream writes) to ``path`` as a whole or not at all: a temp file beside
     it, then a rename; a device, a FIFO or ``-`` is written in place (``write_all_atomic``). A
     failure is one line naming the path (after ``flag``, e.g. ``--prom-textfile``) and the cause
     (errors.cannot_write)."""
     write_all_atomic({Path(path): text}, flag)
 
 
-def write_all_atomic(files: dict[Path, str | Iterable[str]], flag: str | None = None) -> None:
+def write_all_atomic(files: dict[Path, str | Iterable[str] | Callable[[IO[str]], None]], flag: str | None = None) -> None:
     """Write every file or none: each text (or its pieces, written as they come) goes to a temp
     file beside its path (fsynced), and only when all are written are they renamed into place,
     so a full disk leaves the files as they were (``report daily``'s json, md and html come
@@ -360,7 +82,7 @@ def write_all_atomic(files: dict[Path, str | Iterable[str]], flag: str | None = 
             os.chmod(temps[path], 0o666 & ~umask)       # as an ordinary file, not mkstemp's 0600
             # an undecodable byte of a path name (a surrogate) is written as \udcXX: the file stays UTF-8
             with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(text) if isinstance(text, str) else f.writelines(text)
+                _write_to(f, text)
                 f.flush()
                 os.fsync(f.fileno())
         for path, text in streams.items():
@@ -376,12 +98,22 @@ def write_all_atomic(files: dict[Path, str | Iterable[str]], flag: str | None = 
             Path(tmp).unlink(missing_ok=True)
 
 
-def _write_in_place(path: Path, text: str | Iterable[str]) -> None:
+def _write_in_place(path: Path, text: str | Iterable[str] | Callable[[IO[str]], None]) -> None:
     """Stream ``text`` into a device, a FIFO or stdout (``paths.open_in_place``)."""
     from ..paths import open_in_place
 
     with open_in_place(path) as f:
-        f.write(text) if isinstance(text, str) else f.writelines(text)
+        _write_to(f, text)
+
+
+def _write_to(f: IO[str], text: str | Iterable[str] | Callable[[IO[str]], None]) -> None:
+    """A text, its pieces, or a writer of a stream, written to ``f``."""
+    if isinstance(text, str):
+        f.write(text)
+    elif callable(text):
+        text(f)
+    else:
+        f.writelines(text)
 
 
 SHOWN_ROWS = 10_000      # the rows of a query that table, md and html show (csv and json write them all)

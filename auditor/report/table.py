@@ -22,7 +22,7 @@ import textwrap
 from typing import Any
 
 from ..result import Finding, Result, Table
-from .render import View, cell, findings_table, layout, numeric
+from .view import View, cell, findings_table, layout, numeric
 from .text import TERMINAL_LIMIT, plain
 
 ADDRESS = re.compile(r"\bgonka1[02-9ac-hj-np-z]{38}\b")
@@ -217,3 +217,8 @@ def _drawn(heads: list[list[str]], cells: list[list[str]], right: list[bool], mi
         out.append(line(list(row), "│"))
     out.append("└" + "┴".join("─" * (w + 2) for w in widths) + "┘")
     return "\n".join(out)
+
+
+def write(result: Result, out, view: View) -> None:
+    """This format's record (formats.py): the report to the text stream ``out`` (print_table)."""
+    print_table(result, out, view)

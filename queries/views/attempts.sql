@@ -34,8 +34,8 @@
 --   start_pos, end_pos  file_id x 10^12 + line_no of the attempt's first line (prepared,
 --              poc_probe_prepared or started) and of its race_completed line: line order
 --              across files, for placing other lines (escalations) against the attempt.
--- Reads: log_race_lines, log_hedge_decisions, log_attempt_lines (their fields typed once, at
--- ingestion: queries/lines/).
+-- Reads: log_race_lines, request_decisions (the first decision_made line), log_attempt_lines
+-- (their fields typed once, at ingestion: queries/lines/).
 CREATE OR REPLACE VIEW attempts AS
 WITH att AS (
     -- the fields of race_completed, one line per attempt
@@ -58,12 +58,8 @@ WITH att AS (
                    'send_completed', 'send_failed', 'empty_stream', 'error_stream')
     GROUP BY escrow, nonce
 ), dec AS (
-    -- the request's decision: its first decision_made line
-    SELECT request, arg_min(primary_nonce, pos) AS decision_nonce, arg_min(decision, pos) AS decision,
-           arg_min(ts, pos) AS decision_ts, arg_min(delay_ms, pos) AS delay_ms
-    FROM (SELECT *, file_id::BIGINT * 1000000000000 + line_no AS pos FROM log_hedge_decisions)
-    WHERE request IS NOT NULL
-    GROUP BY request
+    -- the request's decision: its first decision_made line (views/request_decisions.sql)
+    SELECT request, decision_nonce, decision, decision_ts, delay_ms FROM request_decisions
 ), race AS (
     SELECT request, min(nonce) FILTER (WHERE NOT probe) AS lowest_nonce,
            coalesce(bool_or(coalesce(winner, false) AND NOT probe), false) AS race_has_winner

@@ -3,7 +3,7 @@
 -- The primary (primary_nonce, primary_host, primary_inferred) and the suppressed losers come
 -- from views/attempts.sql, where they are defined: NULL primary for a request none of whose
 -- attempts completed in the logs read.
--- Reads: log_events (names, times, escrows: no fields), log_request_lines, log_hedge_decisions, attempts.
+-- Reads: log_events (names, times, escrows: no fields), log_request_lines, request_decisions, attempts.
 CREATE OR REPLACE VIEW log_requests AS
 WITH r AS (
 SELECT
@@ -37,11 +37,8 @@ SELECT
 FROM log_request_lines
 GROUP BY request
 ), d AS (
-SELECT request,
-       first(decision ORDER BY file_id, line_no) AS decision,
-       first(max_attempts ORDER BY file_id, line_no) AS max_attempts
-FROM log_hedge_decisions WHERE request IS NOT NULL
-GROUP BY request
+-- the request's decision: its first decision_made line (views/request_decisions.sql)
+SELECT request, decision, max_attempts FROM request_decisions
 ), a AS (
 SELECT request, any_value(primary_nonce) AS primary_nonce, any_value(primary_inferred) AS primary_inferred,
        arg_min_null(host, end_pos) FILTER (WHERE role = 'primary') AS primary_host,
