@@ -389,3 +389,48 @@ def test_an_epoch_list_out_of_bounds_is_missing_in_one_line(db, gateway, epochs,
     assert r.returncode == 3, r.stderr
     assert why in missing_line(r, "epoch list")
     assert one(db, "SELECT status FROM coverage WHERE item = 'epoch_list'") == "missing"
+
+
+# -- bounded loops (issue 35: 6) ----------------------------------------------------------------
+MODELS = f"{API}/models_all"
+
+
+def same_next_key(h, entry):
+    """Every page of models_all says there is another page, with the same next_key."""
+    first = recorded(f"{MODELS}?pagination.limit=1000", h.headers.get("x-cosmos-block-height"))
+    data = json.loads(first["body"])
+    data["pagination"] = {"next_key": "AAAA", "total": "0"}
+    send(h, 200, json.dumps(data).encode())
+
+
+def endless_keys(h, entry):
+    """Every page of models_all names a new next_key: a list with no end."""
+    first = recorded(f"{MODELS}?pagination.limit=1000", h.headers.get("x-cosmos-block-height"))
+    data = json.loads(first["body"])
+    data["pagination"] = {"next_key": f"K{h.node_hits}", "total": "0"}
+    send(h, 200, json.dumps(data).encode())
+
+
+@pytest.mark.parametrize("behaviour, why, pages", [
+    (same_next_key, "the node answered next_key 'AAAA' again after 2 page(s)", 2),
+    (endless_keys, "the list did not end after 100 pages", 100),
+], ids=["repeated-next_key", "no-end"])
+def test_a_models_list_that_never_ends_stops_with_a_line(db, hostile, behaviour, why, pages):
+    """A node whose models_all always answered the same next_key made the collect loop forever
+    (1,000 pages in 45 s, still going). The walk stops at a key already asked and after 100
+    pages; the models read are stored, and models_all is missing with the reason (exit 3)."""
+    hits = {"n": 0}
+
+    def counted(h, entry):
+        hits["n"] += 1
+        h.node_hits = hits["n"]
+        behaviour(h, entry)
+
+    node = hostile({MODELS: counted})
+    r = collect(db, node.url, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert why in missing_line(r, "models_all")
+    assert node.hits[MODELS] == pages
+    assert one(db, "SELECT status FROM coverage WHERE item = 'models_all' AND status = 'missing'") == "missing"
+    assert one(db, "SELECT count(*) FROM chain_models") > 0
+    assert one(db, "SELECT count(*) FROM chain_performance") == 27

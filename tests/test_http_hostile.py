@@ -64,7 +64,12 @@ class HostileNode:
             def do_GET(self) -> None:  # noqa: N802
                 path = urlsplit(self.path).path
                 outer.hits[path] = outer.hits.get(path, 0) + 1
-                entry = recorded(self.path, self.headers.get("x-cosmos-block-height"))
+                try:
+                    entry = recorded(self.path, self.headers.get("x-cosmos-block-height"))
+                except AssertionError:
+                    if path not in behaviours:
+                        raise
+                    entry = None        # a behaviour may answer what the recording never asked
                 try:
                     if path in behaviours:
                         behaviours[path](self, entry)

@@ -463,3 +463,23 @@ def test_the_participant_list_decodes_a_real_mainnet_answer():
     assert sum(p.current_epoch_stats.inference_count for p in page.participant) == \
         sum(int(p["current_epoch_stats"]["inference_count"]) for p in raw["participant"])
     assert all(p.address.startswith("gonka1") for p in page.participant)
+
+
+def test_a_participant_list_that_repeats_its_next_key_ends_the_reading_with_a_line(tmp_path, db):
+    """A node that answers the same next_key for every page was asked 1,000 pages a reading (at
+    the default 20 a minute, 50 minutes). The walk stops at the first key asked again: the
+    counters are unknown, exit 3 with the line (issue 35)."""
+    rec = tmp_path / "h2"
+    shutil.copytree(W / "h2", rec)
+    page = rec / "000003.json"
+    entry = json.loads(page.read_text())
+    body = json.loads(entry["body"])
+    body["pagination"]["next_key"] = "AAAA"
+    entry["body"] = json.dumps(body)
+    page.write_text(json.dumps(entry))
+    (rec / "900000.json").write_text(json.dumps({**entry, "query": "pagination.key=AAAA&pagination.limit=10000"}))
+    with ReplayServer(rec) as server:
+        r = run_cli("watch", "--once", "--format", "json", *sources(server.url), db=db, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "participant list: the node answered next_key 'AAAA' again after 2 page(s)" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr

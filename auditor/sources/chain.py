@@ -281,6 +281,43 @@ class Pagination(Wire):
     total: U64 = 0
 
 
+MAX_PAGES = 100   # pages of one paginated list: 100,000 models at 1,000 a page, 10^6 participants at 10,000
+
+
+@dataclass
+class Pages:
+    """The ``pagination.next_key`` walk of one list: it ends at an empty key, and also at a key
+    already asked (a node that answers the same ``next_key`` again would be asked forever)
+    or after ``cap`` pages; :attr:`stopped` then says why, for the one line the caller shows."""
+
+    what: str
+    cap: int = MAX_PAGES
+    key: str = ""
+    pages: int = 0
+    stopped: str | None = None
+    _asked: set[str] = field(default_factory=set)
+
+    def params(self, limit: int | str) -> dict[str, Any]:
+        """The query of the next page."""
+        return {"pagination.limit": limit, **({"pagination.key": self.key} if self.key else {})}
+
+    def advance(self, next_key: str) -> bool:
+        """Record one page's ``next_key``: whether there is a next page to ask."""
+        self.pages += 1
+        self._asked.add(self.key)
+        if not next_key:
+            return False
+        if next_key in self._asked:
+            self.stopped = (f"{self.what}: the node answered next_key {next_key[:40]!r} again after "
+                            f"{self.pages} page(s); the list is read up to there")
+        elif self.pages >= self.cap:
+            self.stopped = f"{self.what}: the list did not end after {self.cap} pages; read up to there"
+        else:
+            self.key = next_key
+            return True
+        return False
+
+
 class ModelsResponse(Wire):
     model: list[ModelRecord] = []
     pagination: Pagination = Pagination()
@@ -735,11 +772,10 @@ def _preserved(run: _Run, episode: str, anchor: int, at: int) -> None:
 
 
 def _models(run: _Run, height: int | None) -> None:
-    key = ""
     seen: set[str] = set()
+    pages = Pages("models_all")
     while True:
-        params = {"pagination.limit": 1000, **({"pagination.key": key} if key else {})}
-        got = run.fetch("models_all", f"{API}/models_all", ModelsResponse, params=params, height=height)
+        got = run.fetch("models_all", f"{API}/models_all", ModelsResponse, params=pages.params(1000), height=height)
         if not got:
             return
         page, resp = got
@@ -753,8 +789,9 @@ def _models(run: _Run, height: int | None) -> None:
                 "context_window": m.context_window, "v_ram": m.v_ram,
                 "throughput_per_nonce": m.throughput_per_nonce,
                 "raw": json.dumps(raw), **_prov(resp)})
-        key = page.pagination.next_key
-        if not key:
+        if not pages.advance(page.pagination.next_key):
+            if pages.stopped:
+                run.missing("models_all", pages.stopped, height=height)
             return
 
 
