@@ -251,14 +251,17 @@ PARTICIPANTS = "/api/v1/epochs/403/participants"
 @pytest.fixture
 def gateway():
     """``gateway(participants_body)`` serves an accounting API on 127.0.0.1 that lists epoch
-    403 and answers its participants with ``participants_body``; returns its URL. (The
-    server is the memory benchmark's, which serves the same hostile answers.)"""
+    403 and answers its participants with ``participants_body`` (and other epochs' with
+    ``others``, by epoch); returns its URL. (The server is the memory benchmark's, which
+    serves the same hostile answers.)"""
     from benchmarks.bench_hostile_memory import serve
 
     servers = []
 
-    def start(participants: bytes, listing: bytes = LISTING) -> str:
-        servers.append(serve({"/api/v1/epochs": (listing, {}), PARTICIPANTS: (participants, {})}, None))
+    def start(participants: bytes, listing: bytes = LISTING, others: dict[int, bytes] | None = None) -> str:
+        answers = {"/api/v1/epochs": (listing, {}), PARTICIPANTS: (participants, {}),
+                   **{f"/api/v1/epochs/{e}/participants": (body, {}) for e, body in (others or {}).items()}}
+        servers.append(serve(answers, None))
         return f"http://127.0.0.1:{servers[-1].server_address[1]}"
 
     yield start

@@ -241,8 +241,8 @@ def test_a_key_in_a_node_url_is_shown_as_host_and_mask_everywhere(db, tmp_path, 
         texts.append(r.stdout + r.stderr)
     # errors: an epoch the node lacks, a node that is down (its URL in the message), a bad URL
     down = f"http://127.0.0.1:9/{KEY}/?project={PROJECT}"
-    for args in (["collect", "-e", "999", "--node", provider.url], ["collect", "-e", "403", "--node", down],
-                 ["--debug", "collect", "-e", "403", "--node", down, "--timeout", "1"],
+    for args in (["collect", "-e", "999", "--node", provider.url], ["collect", "-e", "403", "--refresh", "--node", down],
+                 ["--debug", "collect", "-e", "403", "--refresh", "--node", down, "--timeout", "1"],
                  ["collect", "-e", "403", "--node", f"http://127.0.0.1:x/{KEY}/"]):
         r = run_cli(*args, db=db)
         assert r.returncode in (2, 3) and "/***" in r.stderr, r.stderr
