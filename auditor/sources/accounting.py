@@ -225,6 +225,23 @@ def decode_epochs(data: Any) -> EpochsResponse:
     return EpochsResponse.model_validate(data)
 
 
+def decode_epoch_list(data: Any) -> tuple[EpochsResponse, list[str]]:
+    """``GET /api/v1/epochs`` body -> the model of its readable entries, and why each other
+    entry was skipped (``epochs.1.epoch_index: Input should be greater than or equal to 0``).
+    Raises ValidationError when the list itself has the wrong shape."""
+    raw = data.get("epochs") if isinstance(data, dict) else None
+    if not isinstance(raw, list):
+        return decode_epochs(data), []
+    head = decode_epochs({**data, "epochs": []})
+    bad: list[str] = []
+    for i, entry in enumerate(raw):
+        try:
+            head.epochs.append(EpochSummary.model_validate(entry))
+        except ValidationError as exc:
+            bad.append(f"entry skipped: epochs.{i}.{_one_line(exc)}")
+    return head, bad
+
+
 def decode_participants(data: Any) -> ParticipantsResponse:
     """``GET /api/v1/epochs/{E}/participants`` body -> model."""
     return ParticipantsResponse.model_validate(data)
@@ -648,7 +665,7 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             err = f"{listing_resp.url}: an epoch list of {len(raw):,} epochs refused (at most {MAX_LISTED:,})"
         else:
             try:
-                listing = decode_epochs(listing_resp.data)
+                listing, bad = decode_epoch_list(listing_resp.data)
             except ValidationError as exc:
                 err = f"{listing_resp.url} is not an accounting epoch list ({_one_line(exc)})"
     listed: dict[int, EpochSummary] = {}
@@ -657,8 +674,12 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             if s.epoch_index is not None:
                 listed[s.epoch_index] = s
         shown = ", ".join(str(e) for e in sorted(listed)) or "none"
-        store.put_coverage(_coverage(None, "epoch_list", "ok",
-                                     f"lists epochs {shown} (schema_version {listing.schema_version})",
+        detail = f"lists epochs {shown} (schema_version {listing.schema_version})"
+        for why in bad:     # one bad entry costs that entry: the other epochs are collected
+            report.missing.append(f"epoch list: {listing_resp.url}: {why}")
+        if bad:
+            detail += f"; {len(bad)} entry(ies) skipped: " + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else "")
+        store.put_coverage(_coverage(None, "epoch_list", "partial" if bad else "ok", detail,
                                      listing_resp.url, listing_resp.fetched_at))
     else:
         report.missing.append(f"epoch list: {err}")
