@@ -456,3 +456,37 @@ def test_one_bad_entry_of_the_epoch_list_costs_that_entry_only(db, gateway, bad,
     assert status == "partial" and "lists epochs 403" in detail and why in detail
     assert one(db, "SELECT count(*) FROM acct_participants WHERE epoch = 403") == 3
     assert one(db, "SELECT status FROM coverage WHERE item = 'participants' AND epoch = 403") == "ok"
+
+
+# -- block times (issue 35: 30) ----------------------------------------------------------------
+def block_time_at(height: int, time: str):
+    """The recorded /chain-rpc/block answers, the one of ``height`` with ``time``."""
+    def behaviour(h, entry):
+        data = json.loads(entry["body"])
+        if f"height={height}" in h.path:
+            (data["result"]["block"] if "result" in data else data)["header"]["time"] = time
+        send(h, 200, json.dumps(data).encode())
+    return behaviour
+
+
+@pytest.mark.parametrize("height, time, bad, why", [
+    (6213928, "0001-01-01T00:00:00Z", {6213928}, "is older than the chain (before 2024-01-01)"),
+    (6213928, "2999-01-01T00:00:00Z", {6213928}, "is more than a day in the future"),
+    (6214473, "2026-09-22T17:00:00.000000001Z", {6213988, 6214473}, "is out of order with height"),
+], ids=["year-1", "year-2999", "out-of-order"])
+def test_a_block_time_the_chain_cannot_have_is_a_wrong_shape(db, tmp_path, hostile, height, time, bad, why):
+    """A block time of 0001-01-01 was stored as complete data, and `report daily --date
+    1999-01-01` then reported epoch 403. Times before the chain, in the future, or out of
+    order with the other boundary heights are a wrong shape: missing, never stored, the epoch
+    not complete."""
+    node = hostile({"/chain-rpc/block": block_time_at(height, time)})
+    r = collect(db, node.url)
+    assert r.returncode == 3, r.stderr
+    for h in bad:
+        assert why in missing_line(r, f"block time {h}")
+        assert one(db, "SELECT status FROM coverage WHERE item = ?", [f"block time {h}"]) == "missing"
+    assert one(db, "SELECT count(*) FROM chain_block_times WHERE list_contains(?, height)", [sorted(bad)]) == 0
+    assert one(db, "SELECT count(*) FROM chain_block_times") == 12 - len(bad)
+    assert one(db, "SELECT complete FROM chain_epochs") is False
+    r = run_cli("report", "daily", "--out", str(tmp_path / "out"), "--date", "1999-01-01", "--offline", db=db)
+    assert r.returncode == 3 and "no stored epoch was in force at 1999-01-01 12:00Z" in one_line(r), r.stderr

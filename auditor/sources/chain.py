@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Callable
 
@@ -678,8 +678,38 @@ def _models_at_settlement(run: _Run) -> None:
     _models(run, run.settlement - 1 if run.settled else None)
 
 
+EARLIEST_BLOCK = datetime(2024, 1, 1, tzinfo=timezone.utc)     # before the Gonka chain's genesis (2025)
+
+
+def _implausible(t: datetime) -> str | None:
+    """Why a block time cannot be the chain's: before it began, or later than tomorrow."""
+    if t < EARLIEST_BLOCK:
+        return f"older than the chain (before {EARLIEST_BLOCK:%Y-%m-%d})"
+    if t > datetime.now(timezone.utc) + timedelta(days=1):
+        return "more than a day in the future"
+    return None
+
+
+def _out_of_order(run: _Run) -> None:
+    """Block times must grow with height: the times of a pair that do not are both wrong
+    shapes (which one is wrong cannot be told), so missing, and not stored."""
+    times = sorted(run.block_times, key=lambda bt: bt["height"])
+    bad: dict[int, str] = {}
+    for a, b in zip(times, times[1:]):
+        if a["time"] > b["time"]:
+            for this, other in ((a, b), (b, a)):
+                bad.setdefault(this["height"], f"unexpected response shape: time {this['time_text']!r} is out of "
+                                               f"order with height {other['height']}'s {other['time_text']!r}")
+    items = {f"block time {h}" for h in bad}
+    run.coverage = [c for c in run.coverage if c["item"] not in items]
+    for h, why in bad.items():
+        run.missing(f"block time {h}", why, height=h)
+    run.block_times = [bt for bt in run.block_times if bt["height"] not in bad]
+
+
 def _block_times(run: _Run) -> None:
-    """8. Block times of every boundary height."""
+    """8. Block times of every boundary height: a time before the chain, in the future, or out
+    of order with the others is a wrong shape (missing, not stored)."""
     for name, h in run.bounds.items():
         run.rows("chain_epoch_heights").append({"epoch": run.epoch, "name": name, "height": h})
     for h in run.progress.track(sorted(set(run.bounds.values())), f"epoch {run.epoch}: block times"):
@@ -687,16 +717,23 @@ def _block_times(run: _Run) -> None:
             run.coverage.append(_cov(run.epoch, f"block time {h}", "missing", "height not reached yet", None, h,
                                      utcnow()))
             continue
-        got = run.fetch(f"block time {h}", "/chain-rpc/block", BlockResponse, params={"height": h})
+        got = run.fetch(f"block time {h}", "/chain-rpc/block", BlockResponse, params={"height": h},
+                        check=_block_time_shape)
         if got:
             hdr = got[0].header
-            try:
-                t = parse_block_time(hdr.time)
-            except ValueError:
-                run.missing(f"block time {h}", f"unreadable time {hdr.time!r}")
-                continue
-            run.block_times.append({"height": h, "time": t, "time_text": hdr.time,
+            run.block_times.append({"height": h, "time": parse_block_time(hdr.time), "time_text": hdr.time,
                                     "source_url": got[1].url, "fetched_at": got[1].fetched_at})
+    _out_of_order(run)
+
+
+def _block_time_shape(block: BlockResponse) -> str | None:
+    """Why a block's time is not one the chain can have, or None."""
+    try:
+        t = parse_block_time(block.header.time)
+    except ValueError:
+        return f"unreadable time {block.header.time!r}"
+    why = _implausible(t)
+    return f"unexpected response shape: time {block.header.time!r} is {why}" if why else None
 
 
 # the steps after the root group, in order, each with the item it stands for when it fails
