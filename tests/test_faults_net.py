@@ -440,7 +440,7 @@ def test_a_models_list_that_never_ends_stops_with_a_line(db, hostile, behaviour,
 @pytest.mark.parametrize("bad, why", [
     ({"epoch_index": -1}, "epochs.0.epoch_index: Input should be greater than or equal to 0"),
     ({"epoch_index": 2**70}, "epochs.0.epoch_index: Input should be less than or equal to"),
-    ({"epoch_index": "abc"}, "epochs.0.epoch_index: Input should be a valid integer"),
+    ({"epoch_index": "abc"}, "epochs.0.epoch_index: Value error, 'abc' is not an integer in decimal digits"),
     (None, "epochs.0.(top level): Input should be a valid dictionary"),
 ], ids=["-1", "2^70", "abc", "null"])
 def test_one_bad_entry_of_the_epoch_list_costs_that_entry_only(db, gateway, bad, why):
@@ -490,3 +490,35 @@ def test_a_block_time_the_chain_cannot_have_is_a_wrong_shape(db, tmp_path, hosti
     assert one(db, "SELECT complete FROM chain_epochs") is False
     r = run_cli("report", "daily", "--out", str(tmp_path / "out"), "--date", "1999-01-01", "--offline", db=db)
     assert r.returncode == 3 and "no stored epoch was in force at 1999-01-01 12:00Z" in one_line(r), r.stderr
+
+
+# -- integers only in the wire's decimal form (issue 35: 25) -----------------------------------------
+NOT_DECIMAL = [("7_5", "'7_5' is not an integer in decimal digits"),
+               ("\u0667\u0665", "is not an integer in decimal digits"),          # Arabic-Indic 75
+               ("", "'' is not an integer in decimal digits"),
+               (" 75", "' 75' is not an integer in decimal digits"),
+               ("+75", "'+75' is not an integer in decimal digits"),
+               ("75.0", "'75.0' is not an integer in decimal digits"),
+               (75.0, "not an integer: '75.0'"),
+               (True, "a boolean is not an integer")]
+NOT_DECIMAL_IDS = ["underscore", "arabic-indic", "empty", "space", "plus", "point", "float", "true"]
+
+
+@pytest.mark.parametrize("value, why", NOT_DECIMAL, ids=NOT_DECIMAL_IDS)
+def test_a_chain_count_not_in_decimal_digits_is_a_shape_error(db, hostile, value, why):
+    """missed_requests of "7_5", of Arabic-Indic digits, or "" was stored as 75, 75 and 0."""
+    node = hostile({SUMMARY: edited("epochPerformanceSummary", "missed_requests", value, index=0)})
+    r = collect(db, node.url)
+    assert_summary_missing(db, r, why)
+    assert "epochPerformanceSummary.0.missed_requests" in one(
+        db, "SELECT detail FROM coverage WHERE item = 'epoch_performance_summary'")
+
+
+@pytest.mark.parametrize("value, why", NOT_DECIMAL, ids=NOT_DECIMAL_IDS)
+def test_an_accounting_count_not_in_decimal_digits_is_a_shape_error(db, gateway, value, why):
+    """The gateway's counts went through pydantic's lax integers: "7_5", " 75", "+75", "75.0",
+    75.0 and true were stored as 75 (or 1)."""
+    r = collect_accounting(db, gateway(participants(3, {"participant": "z", "assigned_nonces": value})))
+    assert r.returncode == 3, r.stderr
+    assert "participants.2.assigned_nonces" in missing_line(r, "epoch 403") and why in missing_line(r, "epoch 403")
+    assert one(db, "SELECT count(*) FROM acct_participants") == 0

@@ -49,6 +49,7 @@ from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response
+from .wire_int import wire_int
 
 SOURCE = "accounting"
 
@@ -94,10 +95,13 @@ def _lenient_time(v: Any, handler: Any) -> Any:
 
 UINT64_MAX = 2**64 - 1
 # counts are uint64 on the wire and UBIGINT in the store: out of range is a shape error
-Count = Annotated[Optional[int], Field(ge=0, le=UINT64_MAX)]
-CountMap = Annotated[Optional[dict[str, Annotated[int, Field(ge=0, le=UINT64_MAX)]]], BeforeValidator(_count_map)]
-SlotId = Annotated[Optional[int], Field(ge=0, le=2**63 - 1)]  # a BIGINT column
-Version = Annotated[Optional[int], Field(ge=-2**31, le=2**31 - 1)]  # an INTEGER column
+# (integers only in the wire's decimal form: wire_int)
+WireInt = BeforeValidator(wire_int)
+Count = Annotated[Optional[int], WireInt, Field(ge=0, le=UINT64_MAX)]
+CountMap = Annotated[Optional[dict[str, Annotated[int, WireInt, Field(ge=0, le=UINT64_MAX)]]],
+                     BeforeValidator(_count_map)]
+SlotId = Annotated[Optional[int], WireInt, Field(ge=0, le=2**63 - 1)]  # a BIGINT column
+Version = Annotated[Optional[int], WireInt, Field(ge=-2**31, le=2**31 - 1)]  # an INTEGER column
 Str = Annotated[str, BeforeValidator(_none_to_empty_str)]
 Time = Annotated[Optional[datetime], WrapValidator(_lenient_time)]
 
@@ -184,7 +188,7 @@ class SlotRecord(_Totals):
 
 class EpochSummary(_Totals):
     updated_at: Time = None
-    epoch_index: Annotated[Optional[int], Field(ge=0, le=2**63 - 1)] = None  # stored as the BIGINT epoch
+    epoch_index: Annotated[Optional[int], WireInt, Field(ge=0, le=2**63 - 1)] = None  # stored as the BIGINT epoch
     cross_check_errors: Count = None
     recording_errors: Count = None               # v2-v3
     writer_errors: Count = None                  # v2-v3

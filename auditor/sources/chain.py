@@ -31,6 +31,7 @@ from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 from ..redact import redact_text
 from .http import JsonClient, Response
+from .wire_int import MAX_DIGITS, wire_int
 
 API = "/chain-api/productscience/inference/inference"
 
@@ -39,24 +40,12 @@ API = "/chain-api/productscience/inference/inference"
 INT64 = (-2**63, 2**63 - 1)
 UINT64 = (0, 2**64 - 1)
 INT32 = (-2**31, 2**31 - 1)
-MAX_DIGITS = 40  # longer than any 64-bit integer, sign and padding included: refused unread
 
 
 def _to_int(v: Any) -> int:
-    if v is None or v == "":
-        return 0
-    if isinstance(v, bool):
-        raise ValueError("a boolean is not an integer")
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        text = v.strip()
-        if len(text) > MAX_DIGITS:
-            raise ValueError(f"a number of {len(text)} characters is out of range")
-        return int(text)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    raise ValueError(f"not an integer: {v!r}")
+    """A wire integer (:func:`wire_int`); null is the field's default, 0."""
+    n = wire_int(v)
+    return 0 if n is None else n
 
 
 def _bounded(lo: int, hi: int, name: str) -> Callable[[Any], int]:

@@ -48,6 +48,7 @@ import httpx
 
 from ..errors import NotFoundError, SourceError, UsageError
 from ..redact import redact_url
+from .wire_int import is_decimal
 
 HEIGHT_HEADER = "x-cosmos-block-height"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -231,7 +232,7 @@ def _read_body(r: httpx.Response) -> str:
     """The decoded text of a streamed response, refused past MAX_BODY bytes: counted on the
     wire and after decoding, chunk by chunk, so no more than MAX_BODY is ever held."""
     declared = r.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
+    if is_decimal(declared, signed=False) and int(declared) > MAX_BODY:
         raise _Refused(f"body of {int(declared):,} bytes refused (limit {MAX_BODY // 2**20} MiB)")
     inflater = _inflater(r.headers.get("content-encoding", ""))
     body = bytearray()

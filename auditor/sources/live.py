@@ -39,6 +39,7 @@ from .chain import (API, BlockResponse, DapiLatestEpoch, Int, Pages, Pagination,
                     parse_block_time)
 from .escrows import DevshardEscrowResponse
 from .http import JsonClient
+from .wire_int import is_decimal
 
 WATCH_BURST = 20          # a minute's worth: the node's own limiter allows 200 (chain-api.md 1.7)
 
@@ -295,7 +296,7 @@ class Reader:
                 continue
             slots = self._escrow_slots.get(ref.escrow_id, [])
             for slot, stats in shard.host_stats.items():
-                sid = int(slot) if slot.strip().isdigit() else len(slots)
+                sid = int(slot) if is_decimal(slot, signed=False) else len(slots)
                 if sid >= len(slots):
                     reading.notes.append(f"escrow {ref.escrow_id} slot {slot!r}: not among its "
                                          f"{len(slots)} slots on chain")

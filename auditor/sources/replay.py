@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import UsageError
+from .wire_int import is_decimal
 
 Key = tuple[str, str, str | None]
 
@@ -52,7 +53,7 @@ def _invalid(entry: object) -> str | None:
         return f"status {str(status)[:40]!r} is not an HTTP status (100-599)"
     height = entry.get("height")
     if height not in (None, "") and not (isinstance(height, int) and not isinstance(height, bool)
-                                         or isinstance(height, str) and height.isdigit()):
+                                         or isinstance(height, str) and is_decimal(height, signed=False)):
         return f"height {str(height)[:40]!r} is not a block height"
     if _CONTROL.search(entry.get("content_type") or ""):
         return "content_type holds a control character (CR, LF, ...)"
