@@ -174,3 +174,16 @@ def test_wire_int_reads_the_wire_decimal_form_only(v):
         assert expected is None, v
     else:
         assert got == expected and type(got) is int, v
+
+
+@pytest.mark.parametrize("text", ["0_1", "\u0660.\u0661", " 0.1", "0.1 ", "+0.1", "1e", ".5", "NaN", "Infinity"])
+def test_a_decimal_not_in_decimal_digits_is_refused(text):
+    """Decimal() reads "0_1" and Arabic-Indic digits as numbers; the wire writes neither."""
+    with pytest.raises(ValueError):
+        chain.to_decimal(text)
+
+
+@pytest.mark.parametrize("text, value", [("0.400000000000000000", Decimal("0.4")), ("-3", Decimal(-3)),
+                                         ("1e-3", Decimal("0.001"))])
+def test_a_decimal_in_decimal_digits_is_read(text, value):
+    assert chain.to_decimal(text) == value

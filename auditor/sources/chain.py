@@ -17,6 +17,7 @@ recorded in ``coverage`` and listed in the run report.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -61,6 +62,7 @@ def _bounded(lo: int, hi: int, name: str) -> Callable[[Any], int]:
 
 
 MAX_DECIMAL = Decimal(10) ** 20  # DECIMAL(38,18), the column chain Decimals are stored in
+_DECIMAL_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")   # as the wire writes a decimal
 
 
 def to_decimal(v: Any) -> Decimal | None:
@@ -74,7 +76,9 @@ def to_decimal(v: Any) -> Decimal | None:
     elif isinstance(v, (int, str)):
         if len(str(v).strip()) > MAX_DIGITS:
             raise ValueError(f"a number of {len(str(v).strip())} characters is out of range")
-        d = Decimal(str(v).strip())
+        if isinstance(v, str) and not _DECIMAL_TEXT.fullmatch(v):     # Decimal() reads "7_5" and "٧٥" too
+            raise ValueError(f"{v[:40]!r} is not a number in decimal digits")
+        d = Decimal(str(v))
     elif isinstance(v, float):
         d = Decimal(repr(v))
     else:
