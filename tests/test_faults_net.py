@@ -234,6 +234,17 @@ def test_a_broken_recording_is_one_line_and_exit_2(db, tmp_path, change, why, co
     assert why in line and "000001.json" in line, line
 
 
+def test_serve_on_a_port_in_use_is_one_line_and_exit_2(db, hostile):
+    """`serve --port` on a port another process listens on said "internal error: OSError"
+    (issue 35): a port that cannot be used is a bad value, one line, exit 2."""
+    port = hostile({}).httpd.server_address[1]
+    r = run_cli("serve", str(FIXTURES / "chain" / "epoch-403"), "--port", str(port), db=db, timeout=30)
+    assert r.returncode == 2, r.stderr
+    line = one_line(r)
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}: Address already in use" in line, line
+
+
 def test_every_shipped_recording_is_valid():
     from auditor.sources.replay import load_recording
 

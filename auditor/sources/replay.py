@@ -115,7 +115,11 @@ class ReplayServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        try:
+            self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        except OSError as exc:        # the port in use, or one below 1024 without the right
+            raise UsageError(f"--port {port}: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc} "
+                             "(give another port, or 0 for any free one)") from None
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
