@@ -26,6 +26,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .errors import EXIT_SOURCE, EXIT_USAGE, AuditorError, caused_by_memory, is_out_of_memory, out_of_memory
+from .times import MAX_SECONDS      # the bound of every duration option
 
 app = typer.Typer(
     name="auditor",
@@ -147,7 +148,8 @@ SOURCES = Group("sources", [
         help="Save every raw response under DIR, to replay later or attach to a bug report.")], None),
     _opt("rate", Annotated[float, typer.Option("--rate", envvar="AUDITOR_RATE", min=0,
         help="Requests per minute per node (burst 200; watch: 20); 0 = unlimited, for a private node.")], 20.0),
-    _opt("timeout", Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one HTTP answer.")], 10.0),
+    _opt("timeout", Annotated[float, typer.Option("--timeout", min=0.1, max=MAX_SECONDS,
+        help="Seconds to wait for one HTTP answer.")], 10.0),
     _opt("offline", Annotated[bool, typer.Option("--offline", help="Use only what the store holds; collect nothing.")], False),
     _opt("refresh", Annotated[bool, typer.Option("--refresh", help="Fetch a finished epoch again even if it is cached.")], False),
 ], _sources)
@@ -405,7 +407,7 @@ FLAGS: dict[str, Group] = {
                             _opt("since", SinceOpt, None), _opt("until", UntilOpt, None)], _epoch_call),
     "poc_overload": Group("call", [
         EPOCH_ARG, PARTICIPANT, _opt("per_10000", Per10000Opt, None),
-        _opt("lookback", Annotated[float, typer.Option("--lookback", min=1, metavar="MIN",
+        _opt("lookback", Annotated[float, typer.Option("--lookback", min=1, max=MAX_SECONDS / 60, metavar="MIN",
             help="Minutes before each window that count as the host's usual load.")], 10.0),
         _opt("cap_span", Annotated[CapSpan, typer.Option("--cap-span", metavar="generation|window",
             help="Where the counterfactual applies the cap: PoC generation (as proposed) or the whole window.")],
@@ -436,7 +438,7 @@ FLAGS: dict[str, Group] = {
         _opt("rotation_target", Annotated[Optional[int], typer.Option("--rotation-target", min=0, metavar="N",
             help="Regular escrows per model the rotator keeps (target_count). [default: estimated from the "
                  "epoch-start rotation pass in the logs]")], None),
-        _opt("peak_window", Annotated[int, typer.Option("--peak-window", min=1, metavar="MINUTES",
+        _opt("peak_window", Annotated[int, typer.Option("--peak-window", min=1, max=MAX_SECONDS // 60, metavar="MINUTES",
             help="Window of a mint peak.")], 60),
     ], _remints_call),
 }
@@ -644,10 +646,12 @@ class _Finite:
     """Mixed into a float option's click type by _finite_floats."""
 
     def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
+        from ._click import types
+
+        number = types.FloatParamType.convert(self, value, param, ctx)     # the number, before any range
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
 
 
 def _fail(message: str, code: int) -> None:

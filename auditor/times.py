@@ -18,6 +18,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 TIME_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+# the longest duration any option takes (--timeout, --lookback, --interval, --peak-window): a
+# year. Past it a value means nothing, and far past it (1e10 s) the clock's arithmetic overflows
+MAX_SECONDS = 366 * 24 * 3600
 
 
 def utc(t: Any) -> Any:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AuditorError, SourceError, UsageError
+from .times import MAX_SECONDS
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 
@@ -37,6 +38,8 @@ def seconds(text: str) -> float:
     value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
     if value <= 0:
         raise UsageError(f"--interval {text!r}: must be more than 0")
+    if value > MAX_SECONDS:
+        raise UsageError(f"--interval {text!r}: at most {MAX_SECONDS // 3600:,}h (a year)")
     return value
 
 

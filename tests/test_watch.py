@@ -384,9 +384,16 @@ def test_latest_epoch_accepts_numbers_and_strings(height, as_str):
 
 @given(st.sampled_from(["ms", "s", "m", "h", ""]), st.integers(1, 10**6))
 def test_interval_durations(unit, n):
+    from auditor.errors import UsageError
+    from auditor.times import MAX_SECONDS
     from auditor.watch import seconds
 
-    assert seconds(f"{n}{unit}") == pytest.approx(n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}[unit])
+    value = n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}[unit]
+    if value > MAX_SECONDS:            # a year at most (issue 35)
+        with pytest.raises(UsageError, match="at most 8,784h"):
+            seconds(f"{n}{unit}")
+    else:
+        assert seconds(f"{n}{unit}") == pytest.approx(value)
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
