@@ -26,6 +26,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .errors import EXIT_SOURCE, EXIT_USAGE, AuditorError, caused_by_memory, is_out_of_memory, out_of_memory
+from .times import MAX_SECONDS      # the bound of every duration option
 
 app = typer.Typer(
     name="auditor",
@@ -154,7 +155,8 @@ SOURCES = Group("sources", [
         help="Save every raw response under DIR, to replay later or attach to a bug report.")], None),
     _opt("rate", Annotated[float, typer.Option("--rate", envvar="AUDITOR_RATE", min=0,
         help="Requests per minute per node (burst 200; watch: 20); 0 = unlimited, for a private node.")], 20.0),
-    _opt("timeout", Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait for one HTTP answer.")], 10.0),
+    _opt("timeout", Annotated[float, typer.Option("--timeout", min=0.1, max=MAX_SECONDS,
+        help="Seconds to wait for one HTTP answer.")], 10.0),
     _opt("offline", Annotated[bool, typer.Option("--offline", help="Use only what the store holds; collect nothing.")], False),
     _opt("refresh", Annotated[bool, typer.Option("--refresh", help="Fetch a finished epoch again even if it is cached.")], False),
 ], _sources)
@@ -688,10 +690,12 @@ class _Finite:
     """Mixed into a float option's click type by _strict_types."""
 
     def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
+        from ._click import types
+
+        number = types.FloatParamType.convert(self, value, param, ctx)     # the number, before any range
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
 
 
 class _UserPath:

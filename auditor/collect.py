@@ -109,6 +109,6 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
             from .sources import escrows
 
             # the same client: one rate budget per node, and its recordings beside the chain's
-            reports.append(escrows.collect(store, node, progress))
+            reports.append(escrows.collect(store, node, progress, epochs))
     return reports
 

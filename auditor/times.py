@@ -22,6 +22,9 @@ TIME_PATTERN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 # minutes, seconds or fractions, T or a space between, Z or an offset (+05:30, +0530, +05) or none (UTC)
 USER_TIME = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,6})?)?)?"
                        r"(?:[Zz]|[+-]\d\d(?::?\d\d)?)?")
+# the longest duration any option takes (--timeout, --lookback, --interval, --peak-window): a
+# year. Past it a value means nothing, and far past it (1e10 s) the clock's arithmetic overflows
+MAX_SECONDS = 366 * 24 * 3600
 
 
 def utc(t: Any) -> Any:

@@ -6,6 +6,9 @@
   the first one printed whole, then one line per participant whose verdicts, finding or
   margin changed. The requests to each node follow a token bucket of ``--rate`` a minute
   (20 by default: the public node's limit) with a burst of 20. Ctrl-C ends it (exit 130).
+  A store another process holds, or a textfile that cannot be written, ends nothing
+  (:class:`Keeper`): the readings wait in memory and are stored, in order, when the store is
+  free; each is tried again with backoff, and the run says so on stderr.
 - ``--backtest N``: epoch N's stored readings against its settled verdicts (collected first
   from the source flags, unless --offline).
 """
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .analyses.watch import DURATION, WatchCall, call, seconds  # noqa: F401  (the flags, checked: analyses/watch.py)
-from .errors import SourceError, UsageError
+from .errors import AuditorError, SourceError, UsageError
 
 
 def _options(c: WatchCall, participants: tuple[str, ...] | None = None):
@@ -47,6 +50,65 @@ def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: s
         raise SourceError(result.unavailable)
     render.emit(result, out.fmt, out.path, render.View(wide=out.wide, command=command))
     return code or result.exit_code(out.fail_on)
+
+
+FIRST_WAIT = 1.0         # seconds before a store or textfile that failed is tried again; doubles
+LONGEST_WAIT = 300.0
+MAX_HELD = 1000          # readings held while the store is busy; past it the oldest is dropped, said
+
+
+class Keeper:
+    """The loop's keep: every reading stored, the textfile kept current. A store another
+    process holds (``report daily``, ``auditor sql`` writing, a backup) or that fails, and a
+    textfile whose folder is briefly unusable, are tried again with backoff (1 s, doubling up
+    to 5 minutes) and said in one line each time they fail; the readings wait, in order (at
+    most MAX_HELD), and the latest result is what the textfile gets. Nothing here ends the loop."""
+
+    def __init__(self, store: Callable[[list[tuple[Any, Any]]], None], textfile: Callable[[Any], None] | None,
+                 clock: Callable[[], float], err: Any = None) -> None:
+        self.store, self.textfile, self.clock, self.err = store, textfile, clock, err
+        self.held: list[tuple[Any, Any]] = []
+        self.dropped = 0
+        self.due = {"store": 0.0, "textfile": 0.0}
+        self.wait = {"store": 0.0, "textfile": 0.0}
+
+    def __call__(self, result: Any, reading: Any) -> None:
+        self.held.append((result, reading))
+        if len(self.held) > MAX_HELD:
+            self.held.pop(0)
+            self.dropped += 1
+        waiting = len(self.held)
+        if self._attempt("store", lambda: self.store(self.held), f"{len(self.held)} reading(s) held"):
+            if waiting > 1 or self.dropped:
+                self._say(f"the store is free again: {waiting} held reading(s) stored"
+                          + (f"; {self.dropped} older one(s) dropped (at most {MAX_HELD} are held)"
+                             if self.dropped else ""))
+            self.dropped = 0
+        if self.textfile is not None:
+            self._attempt("textfile", lambda: self.textfile(result), "it keeps the last reading written")
+
+    def _attempt(self, what: str, do: Callable[[], None], meanwhile: str) -> bool:
+        """``do`` unless ``what`` waits after a failure; False when it failed or waits."""
+        if self.clock() < self.due[what]:
+            return False
+        try:
+            do()
+        except AuditorError as exc:
+            self.wait[what] = min(max(self.wait[what] * 2, FIRST_WAIT), LONGEST_WAIT)
+            self.due[what] = self.clock() + self.wait[what]
+            self._say(f"the {what} could not be written: {exc}; {meanwhile}, trying again in {self.wait[what]:g} s")
+            return False
+        if self.wait[what] and what == "textfile":
+            self._say("the textfile is written again")
+        self.wait[what] = 0.0
+        return True
+
+    def _say(self, text: str) -> None:
+        import sys
+
+        from .report.text import plain
+
+        print(f"auditor: watch: {plain(text)}", file=self.err or sys.stderr, flush=True)
 
 
 def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[[], float] = time.monotonic,
@@ -94,6 +156,16 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
             else:
                 render.emit(result, out.fmt, None, view)
 
-        watch.loop(reader.read, _options(c), c.interval, keep=keep, emit_first=first, clock=clock, sleep=sleep,
+        def store_all(held: list[tuple[Any, Any]]) -> None:
+            with Store(db) as store:        # open only to store them: the report daily may run meanwhile
+                while held:                 # each one stored leaves the list: none is stored twice
+                    result, reading = held[0]
+                    every = result if not c.participants else watch.assess(reading, _options(c, ()))
+                    watch.store_reading(store, every, reading)
+                    held.pop(0)
+
+        keeper = Keeper(store_all, None if c.prom_textfile is None
+                        else lambda result: watch.write_textfile(c.prom_textfile, result), clock)
+        watch.loop(reader.read, _options(c), c.interval, keep=keeper, emit_first=first, clock=clock, sleep=sleep,
                    readings=readings, fmt=out.fmt)
     return 0

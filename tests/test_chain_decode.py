@@ -155,3 +155,35 @@ def test_retry_after_values(value, seconds):
 
     now = datetime(2026, 12, 1, 8, 0, 0, tzinfo=timezone.utc)
     assert retry_after(value, now) == seconds
+
+
+@given(st.one_of(st.text(max_size=45), st.from_regex(r"-?[0-9]{1,40}", fullmatch=True),
+                 st.integers(), st.floats(allow_nan=False), st.booleans()))
+def test_wire_int_reads_the_wire_decimal_form_only(v):
+    """Every integer from outside goes through wire_int: a JSON integer, or ASCII digits with an
+    optional minus sign; anything int() would also read ("7_5", "٧٥", " 7", "+7") is refused."""
+    import re
+
+    from auditor.sources.wire_int import wire_int
+
+    expected = v if isinstance(v, int) and not isinstance(v, bool) else \
+        int(v) if isinstance(v, str) and len(v) <= 40 and re.fullmatch(r"-?[0-9]+", v, re.ASCII) else None
+    try:
+        got = wire_int(v)
+    except ValueError:
+        assert expected is None, v
+    else:
+        assert got == expected and type(got) is int, v
+
+
+@pytest.mark.parametrize("text", ["0_1", "\u0660.\u0661", " 0.1", "0.1 ", "+0.1", "1e", ".5", "NaN", "Infinity"])
+def test_a_decimal_not_in_decimal_digits_is_refused(text):
+    """Decimal() reads "0_1" and Arabic-Indic digits as numbers; the wire writes neither."""
+    with pytest.raises(ValueError):
+        chain.to_decimal(text)
+
+
+@pytest.mark.parametrize("text, value", [("0.400000000000000000", Decimal("0.4")), ("-3", Decimal(-3)),
+                                         ("1e-3", Decimal("0.001"))])
+def test_a_decimal_in_decimal_digits_is_read(text, value):
+    assert chain.to_decimal(text) == value

@@ -186,3 +186,27 @@ def test_the_changelog_records_the_schema_version():
 
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert f"### schema_version {SCHEMA_VERSION}\n" in text and "## Unreleased" in text
+
+
+# -- durations are bounded where they are parsed (issue 35: 20) --------------------------------------
+@pytest.mark.parametrize("args, says", [
+    (["collect", "-e", "403", "--replay", str(REC), "--timeout", "1e10"],
+     "'--timeout': 10000000000.0 is not in the range 0.1<=x<=31622400"),
+    (["poc-overload", "403", "--offline", "--lookback", "3e9"],
+     "'--lookback': 3000000000.0 is not in the range 1<=x<=527040"),
+    (["remints", "403", "--offline", "--peak-window", "99999999999"],
+     "'--peak-window': 99999999999 is not in the range 1<=x<=527040"),
+    (["watch", "--replay", str(FIXTURES / "watch" / "loop"), "--interval", "99999999999h"],
+     "--interval '99999999999h': at most 8,784h (a year)"),
+], ids=["timeout", "lookback", "peak-window", "interval"])
+def test_a_duration_past_a_year_is_a_usage_error(tmp_path, args, says):
+    """--timeout 1e10, --lookback 3e9 and --interval 99999999999h ended in "internal error:
+    OverflowError" (exit 3), once the clock's arithmetic met them; every duration option is
+    bounded at a year (times.MAX_SECONDS) where it is parsed: one line, exit 2, nothing run."""
+    db = tmp_path / "a.duckdb"
+    assert run_cli("collect", "-e", "403", "--replay", str(REC), "--gateway-log",
+                   str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db).returncode == 0
+    r = run_cli(*args, db=db, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert says in lines[0], lines[0]

@@ -3,6 +3,7 @@ found, not found, settled records cached and never probed again, a node error.""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,10 @@ from auditor.progress import Progress
 from auditor.sources import escrows
 from auditor.sources.http import JsonClient
 from auditor.sources.gatewaylog import ingest
-from auditor.store import Store
+from auditor.store import Store, utcnow
 from conftest import write_recording
+from test_faults_net import gateway  # noqa: F401  (fixtures)
+from test_http_hostile import hostile, send  # noqa: F401
 
 API = "/chain-api/productscience/inference/inference"
 DS = "deepseek-ai/DeepSeek-V4-Flash-0731"
@@ -68,14 +71,18 @@ def test_found_not_found_and_settled_records_are_cached(tmp_path, store, record_
     assert {c["status"] for c in cov.values()} == {"ok"} and len(cov) == 3
     assert cov["devshard_escrow/80502"]["epoch"] == 396
 
-    # second run: the settled one is never asked again; the unsettled one and the id above
-    # the largest found one (may not exist yet) are
+    # second run: the settled one is never asked again; the unsettled one is; the id above the
+    # largest found one (may not exist yet) is, once its wait is over (issue 35: not every run)
     report = probe(store, server.url)
     assert served(server, 80502) == 1
-    assert served(server, 80620) == 2 and served(server, 99999) == 2
-    assert report.skipped == ["1 escrow record(s) final in the store (settled, or pruned and read): "
-                              "not probed again"] and report.complete
+    assert served(server, 80620) == 2 and served(server, 99999) == 1
+    assert report.skipped == ["2 escrow record(s) final in the store, waiting, or of other epochs: "
+                              "not probed this run"] and report.complete
     assert store.one("SELECT count(*) FROM chain_escrows")[0] == 3  # replaced, never duplicated
+    store.con.execute("UPDATE escrow_probes SET next_at = next_at - INTERVAL 1 HOUR WHERE escrow_id = 99999")
+    probe(store, server.url)
+    assert served(server, 80502) == 1 and served(server, 99999) == 2
+    assert store.one("SELECT probes, outcome FROM escrow_probes WHERE escrow_id = 99999") == (2, "not_found")
 
 
 def test_not_found_below_a_found_id_was_pruned_and_is_not_probed_again(tmp_path, store, record_server):
@@ -121,7 +128,8 @@ def test_ids_come_from_accounting_too(tmp_path, store, record_server):
     store.insert("acct_escrow_nonces", [{"epoch": 396, "participant": "gonka1p", "model": DS,
                                          "escrow_id": "80555", "latest_nonce": 40}])
     assert escrows.to_probe(store) == [{"escrow_id": 80555, "hint_epoch": 396, "pin_height": None,
-                                        "tried_pinned": False}]
+                                        "tried_pinned": False, "asked_before": False}]
+    assert escrows.to_probe(store, [396]) == escrows.to_probe(store) and escrows.to_probe(store, [397]) == []
 
 
 def test_a_mismatched_answer_is_missing_not_stored(tmp_path, store, record_server):
@@ -176,3 +184,55 @@ def test_a_pruned_escrow_on_a_node_without_history_is_missing(tmp_path, store, r
     assert cov[0] == "missing" and "archive node" in cov[1]
     probe(store, server.url)   # asked again: an archive node may be given next time
     assert len([p for p, h, _ in server.log if p.endswith("/70001") and h]) > 1
+
+
+# -- bounded probes (issue 35: 7) -----------------------------------------------------------------
+def test_escrow_probes_are_capped_remembered_and_of_the_epoch(db, hostile, gateway):
+    """An accounting API naming 400 invented escrow ids for epoch 403 (and 50 for 402) cost 450
+    probes on every collect of 403 (250,000 would take 208 h at the public node's rate). Now:
+    the ids of 403 only, at most MAX_PROBES a run (the rest said, exit 3, and asked by the next
+    run), and an id the node did not find waits before it is asked again."""
+    import json
+
+    from conftest import one, run_cli
+    from test_faults_net import LISTING  # noqa: F401  (the gateway fixture's default listing)
+
+    assert escrows.MAX_PROBES == 250
+
+    def participant(epoch: int, ids: range) -> dict:
+        return {"participant": f"gonka1p{epoch}", "model": DS, "assigned_nonces": 1,
+                "latest_nonces": [{"escrow_id": str(i), "latest_nonce": 1} for i in ids]}
+
+    answers = {403: range(90_000_001, 90_000_401), 402: range(80_000_001, 80_000_051)}
+    listing = json.dumps({"schema_version": 5, "epochs": [{"epoch_index": e} for e in answers]}).encode()
+    url = gateway(json.dumps({"schema_version": 5, "epoch_index": 403,
+                              "participants": [participant(403, answers[403])]}).encode(), listing,
+                  {402: json.dumps({"schema_version": 5, "epoch_index": 402,
+                                    "participants": [participant(402, answers[402])]}).encode()})
+    r = run_cli("collect", "--accounting", url, "--rate", "0", db=db)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT count(DISTINCT escrow_id) FROM acct_escrow_nonces") == 450
+
+    node = hostile({f"{API}/devshard_escrow/*": lambda h, entry: send(h, 200, b'{"found": false}')})
+
+    def asked() -> set[int]:
+        return {int(p.rsplit("/", 1)[1]) for p in node.hits if "/devshard_escrow/" in p}
+
+    r = run_cli("collect", "-e", "403", "--node", node.url, "--rate", "0", db=db)
+    assert r.returncode == 3, r.stderr
+    assert "150 escrow id(s) not probed: at most 250 a run" in r.stderr
+    first = asked()
+    assert len(first) == 250 and first <= set(answers[403])
+    r = run_cli("collect", "-e", "403", "--node", node.url, "--rate", "0", "--refresh", db=db)
+    assert r.returncode == 0, r.stderr
+    assert asked() == set(answers[403]), (len(asked()), sorted(asked() - set(answers[403]))[:5])
+    assert sum(node.hits[p] for p in node.hits if "/devshard_escrow/" in p) == 800     # unpinned, then at V(404)
+    r = run_cli("collect", "-e", "403", "--node", node.url, "--rate", "0", "--refresh", db=db)
+    assert r.returncode == 0, r.stderr
+    assert sum(node.hits[p] for p in node.hits if "/devshard_escrow/" in p) == 800     # remembered: none again
+    assert one(db, "SELECT count(*), min(probes), max(probes) FROM escrow_probes WHERE outcome = 'not_found'") \
+        == (400, 1, 1)
+    # once its wait is over, an id not found is asked again (it may exist by then)
+    with Store(db) as s:
+        due = escrows.to_probe(s, [403], now=utcnow() + escrows.FIRST_WAIT + timedelta(minutes=1))
+    assert len(due) == 400

@@ -275,6 +275,17 @@ def test_replay_is_not_overridden_by_a_node_in_the_environment(db):
     assert one(db, "SELECT count(*) FROM chain_epochs WHERE epoch = 403") == 1
 
 
+def test_serve_on_a_port_in_use_is_one_line_and_exit_2(db, hostile):
+    """`serve --port` on a port another process listens on said "internal error: OSError"
+    (issue 35): a port that cannot be used is a bad value, one line, exit 2."""
+    port = hostile({}).httpd.server_address[1]
+    r = run_cli("serve", str(FIXTURES / "chain" / "epoch-403"), "--port", str(port), db=db, timeout=30)
+    assert r.returncode == 2, r.stderr
+    line = one_line(r)
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}: Address already in use" in line, line
+
+
 def test_every_shipped_recording_is_valid():
     from auditor.sources.replay import load_recording
 
@@ -292,14 +303,17 @@ PARTICIPANTS = "/api/v1/epochs/403/participants"
 @pytest.fixture
 def gateway():
     """``gateway(participants_body)`` serves an accounting API on 127.0.0.1 that lists epoch
-    403 and answers its participants with ``participants_body``; returns its URL. (The
-    server is the memory benchmark's, which serves the same hostile answers.)"""
+    403 and answers its participants with ``participants_body`` (and other epochs' with
+    ``others``, by epoch); returns its URL. (The server is the memory benchmark's, which
+    serves the same hostile answers.)"""
     from benchmarks.bench_hostile_memory import serve
 
     servers = []
 
-    def start(participants: bytes, listing: bytes = LISTING) -> str:
-        servers.append(serve({"/api/v1/epochs": (listing, {}), PARTICIPANTS: (participants, {})}, None))
+    def start(participants: bytes, listing: bytes = LISTING, others: dict[int, bytes] | None = None) -> str:
+        answers = {"/api/v1/epochs": (listing, {}), PARTICIPANTS: (participants, {}),
+                   **{f"/api/v1/epochs/{e}/participants": (body, {}) for e, body in (others or {}).items()}}
+        servers.append(serve(answers, None))
         return f"http://127.0.0.1:{servers[-1].server_address[1]}"
 
     yield start
@@ -420,13 +434,143 @@ def test_the_streamed_reader_agrees_with_json_loads(top, records, indent, cut):
 
 
 @pytest.mark.parametrize("epochs, why", [
-    ([{"epoch_index": 403}, {"epoch_index": 2**70}], "epochs.1.epoch_index: Input should be less than or equal to"),
     ([{"epoch_index": 403}] * 100_001, "an epoch list of 100,001 epochs refused (at most 100,000)"),
-], ids=["epoch-2^70", "100001-epochs"])
+], ids=["100001-epochs"])
 def test_an_epoch_list_out_of_bounds_is_missing_in_one_line(db, gateway, epochs, why):
-    """An epoch index of 2^70 was listed, collected, and its coverage row failed the INT64 cast."""
     url = gateway(participants(3), json.dumps({"schema_version": 5, "epochs": epochs}).encode())
     r = run_cli("collect", "--accounting", url, "--rate", "0", db=db, timeout=120)
     assert r.returncode == 3, r.stderr
     assert why in missing_line(r, "epoch list")
     assert one(db, "SELECT status FROM coverage WHERE item = 'epoch_list'") == "missing"
+
+
+# -- bounded loops (issue 35: 6) ----------------------------------------------------------------
+MODELS = f"{API}/models_all"
+
+
+def same_next_key(h, entry):
+    """Every page of models_all says there is another page, with the same next_key."""
+    first = recorded(f"{MODELS}?pagination.limit=1000", h.headers.get("x-cosmos-block-height"))
+    data = json.loads(first["body"])
+    data["pagination"] = {"next_key": "AAAA", "total": "0"}
+    send(h, 200, json.dumps(data).encode())
+
+
+def endless_keys(h, entry):
+    """Every page of models_all names a new next_key: a list with no end."""
+    first = recorded(f"{MODELS}?pagination.limit=1000", h.headers.get("x-cosmos-block-height"))
+    data = json.loads(first["body"])
+    data["pagination"] = {"next_key": f"K{h.node_hits}", "total": "0"}
+    send(h, 200, json.dumps(data).encode())
+
+
+@pytest.mark.parametrize("behaviour, why, pages", [
+    (same_next_key, "the node answered next_key 'AAAA' again after 2 page(s)", 2),
+    (endless_keys, "the list did not end after 100 pages", 100),
+], ids=["repeated-next_key", "no-end"])
+def test_a_models_list_that_never_ends_stops_with_a_line(db, hostile, behaviour, why, pages):
+    """A node whose models_all always answered the same next_key made the collect loop forever
+    (1,000 pages in 45 s, still going). The walk stops at a key already asked and after 100
+    pages; the models read are stored, and models_all is missing with the reason (exit 3)."""
+    hits = {"n": 0}
+
+    def counted(h, entry):
+        hits["n"] += 1
+        h.node_hits = hits["n"]
+        behaviour(h, entry)
+
+    node = hostile({MODELS: counted})
+    r = collect(db, node.url, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert why in missing_line(r, "models_all")
+    assert node.hits[MODELS] == pages
+    assert one(db, "SELECT status FROM coverage WHERE item = 'models_all' AND status = 'missing'") == "missing"
+    assert one(db, "SELECT count(*) FROM chain_models") > 0
+    assert one(db, "SELECT count(*) FROM chain_performance") == 27
+
+
+@pytest.mark.parametrize("bad, why", [
+    ({"epoch_index": -1}, "epochs.0.epoch_index: Input should be greater than or equal to 0"),
+    ({"epoch_index": 2**70}, "epochs.0.epoch_index: Input should be less than or equal to"),
+    ({"epoch_index": "abc"}, "epochs.0.epoch_index: Value error, 'abc' is not an integer in decimal digits"),
+    (None, "epochs.0.(top level): Input should be a valid dictionary"),
+], ids=["-1", "2^70", "abc", "null"])
+def test_one_bad_entry_of_the_epoch_list_costs_that_entry_only(db, gateway, bad, why):
+    """One bad entry (epoch_index -1) made the whole list missing, and no epoch was collected
+    (an index of 2^70, before round 2, failed the INT64 cast of its coverage row). The entry is
+    skipped with a line (exit 3), the list is partial in coverage, and epoch 403 is collected."""
+    listing = json.dumps({"schema_version": 5, "epochs": [bad, {"epoch_index": 403}]}).encode()
+    url = gateway(participants(3), listing)
+    r = run_cli("collect", "--accounting", url, "--rate", "0", db=db)
+    assert r.returncode == 3, r.stderr
+    assert why in missing_line(r, "epoch list") and "entry skipped" in missing_line(r, "epoch list")
+    status, detail = one(db, "SELECT status, detail FROM coverage WHERE item = 'epoch_list'")
+    assert status == "partial" and "lists epochs 403" in detail and why in detail
+    assert one(db, "SELECT count(*) FROM acct_participants WHERE epoch = 403") == 3
+    assert one(db, "SELECT status FROM coverage WHERE item = 'participants' AND epoch = 403") == "ok"
+
+
+# -- block times (issue 35: 30) ----------------------------------------------------------------
+def block_time_at(height: int, time: str):
+    """The recorded /chain-rpc/block answers, the one of ``height`` with ``time``."""
+    def behaviour(h, entry):
+        data = json.loads(entry["body"])
+        if f"height={height}" in h.path:
+            (data["result"]["block"] if "result" in data else data)["header"]["time"] = time
+        send(h, 200, json.dumps(data).encode())
+    return behaviour
+
+
+@pytest.mark.parametrize("height, time, bad, why", [
+    (6213928, "0001-01-01T00:00:00Z", {6213928}, "is older than the chain (before 2024-01-01)"),
+    (6213928, "2999-01-01T00:00:00Z", {6213928}, "is more than a day in the future"),
+    (6214473, "2026-09-22T17:00:00.000000001Z", {6213988, 6214473}, "is out of order with height"),
+], ids=["year-1", "year-2999", "out-of-order"])
+def test_a_block_time_the_chain_cannot_have_is_a_wrong_shape(db, tmp_path, hostile, height, time, bad, why):
+    """A block time of 0001-01-01 was stored as complete data, and `report daily --date
+    1999-01-01` then reported epoch 403. Times before the chain, in the future, or out of
+    order with the other boundary heights are a wrong shape: missing, never stored, the epoch
+    not complete."""
+    node = hostile({"/chain-rpc/block": block_time_at(height, time)})
+    r = collect(db, node.url)
+    assert r.returncode == 3, r.stderr
+    for h in bad:
+        assert why in missing_line(r, f"block time {h}")
+        assert one(db, "SELECT status FROM coverage WHERE item = ?", [f"block time {h}"]) == "missing"
+    assert one(db, "SELECT count(*) FROM chain_block_times WHERE list_contains(?, height)", [sorted(bad)]) == 0
+    assert one(db, "SELECT count(*) FROM chain_block_times") == 12 - len(bad)
+    assert one(db, "SELECT complete FROM chain_epochs") is False
+    r = run_cli("report", "daily", "--out", str(tmp_path / "out"), "--date", "1999-01-01", "--offline", db=db)
+    assert r.returncode == 3 and "no stored epoch was in force at 1999-01-01 12:00Z" in one_line(r), r.stderr
+
+
+# -- integers only in the wire's decimal form (issue 35: 25) -----------------------------------------
+NOT_DECIMAL = [("7_5", "'7_5' is not an integer in decimal digits"),
+               ("\u0667\u0665", "is not an integer in decimal digits"),          # Arabic-Indic 75
+               ("", "'' is not an integer in decimal digits"),
+               (" 75", "' 75' is not an integer in decimal digits"),
+               ("+75", "'+75' is not an integer in decimal digits"),
+               ("75.0", "'75.0' is not an integer in decimal digits"),
+               (75.0, "not an integer: '75.0'"),
+               (True, "a boolean is not an integer")]
+NOT_DECIMAL_IDS = ["underscore", "arabic-indic", "empty", "space", "plus", "point", "float", "true"]
+
+
+@pytest.mark.parametrize("value, why", NOT_DECIMAL, ids=NOT_DECIMAL_IDS)
+def test_a_chain_count_not_in_decimal_digits_is_a_shape_error(db, hostile, value, why):
+    """missed_requests of "7_5", of Arabic-Indic digits, or "" was stored as 75, 75 and 0."""
+    node = hostile({SUMMARY: edited("epochPerformanceSummary", "missed_requests", value, index=0)})
+    r = collect(db, node.url)
+    assert_summary_missing(db, r, why)
+    assert "epochPerformanceSummary.0.missed_requests" in one(
+        db, "SELECT detail FROM coverage WHERE item = 'epoch_performance_summary'")
+
+
+@pytest.mark.parametrize("value, why", NOT_DECIMAL, ids=NOT_DECIMAL_IDS)
+def test_an_accounting_count_not_in_decimal_digits_is_a_shape_error(db, gateway, value, why):
+    """The gateway's counts went through pydantic's lax integers: "7_5", " 75", "+75", "75.0",
+    75.0 and true were stored as 75 (or 1)."""
+    r = collect_accounting(db, gateway(participants(3, {"participant": "z", "assigned_nonces": value})))
+    assert r.returncode == 3, r.stderr
+    assert "participants.2.assigned_nonces" in missing_line(r, "epoch 403") and why in missing_line(r, "epoch 403")
+    assert one(db, "SELECT count(*) FROM acct_participants") == 0

@@ -31,7 +31,7 @@ def assert_clean(where: str, text: str) -> None:
         assert s not in text, f"{s} leaks in {where}: ...{text[max(0, text.find(s) - 200):text.find(s) + 50]}..."
 
 
-def store_dump(db: Path) -> str:
+def store_dump(db: Path, at_least: int = 1000) -> str:
     """Every row of every table, every column as text."""
     out = []
     with duckdb.connect(str(db), read_only=True) as con:
@@ -42,7 +42,7 @@ def store_dump(db: Path) -> str:
                 "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [t]).fetchall()]
             select = ", ".join(f'CAST("{c}" AS VARCHAR)' for c in cols)
             out.extend(f"{t}: {row}" for row in con.execute(f'SELECT {select} FROM "{t}"').fetchall())
-    assert len(tables) > 10 and len(out) > 1000, (len(tables), len(out))
+    assert len(tables) > 10 and len(out) > at_least, (len(tables), len(out))
     return "\n".join(out)
 
 
@@ -118,9 +118,9 @@ def test_no_secret_leaks_anywhere(tmp_path, db, server):
 
 
 @pytest.mark.parametrize("url, shown", [
-    ("http://user:pw@host:8000/x?y=1", "http://***@host:8000/x?y=1"),
+    ("http://user:pw@host:8000/x?y=1", "http://***@host:8000/x?y=***"),
     ("https://user@host/x", "https://***@host/x"),
-    ("http://host/m?token=abc&n=2", "http://host/m?token=***&n=2"),
+    ("http://host/m?token=abc&n=2", "http://host/m?token=***&n=***"),
     ("http://host/m?API_KEY=abc", "http://host/m?API_KEY=***"),
     ("http://host/m?X-Amz-Signature=abc&X-Amz-Credential=def", "http://host/m?X-Amz-Signature=***&X-Amz-Credential=***"),
     ("http://host/m?refresh_token=a&Password=b&secret=c&auth=d&sig=e&apikey=f&key=g",
@@ -154,3 +154,114 @@ def test_a_url_given_where_a_value_belongs_is_masked_in_the_usage_error(db):
         r = run_cli(*args, db=db)
         assert r.returncode == 2 and "***@node:8000" in r.stderr, r.stderr
         assert not any(s in r.stderr for s in SECRETS), r.stderr
+
+
+# -- URLs as people write them (issue 35: 14, 15) --------------------------------------------------
+KEY = "Q2x9aZ7pLm3kW8vB4nT6yR1c"        # a provider's key in the URL's path
+PROJECT = "proj-SECRET-7"                  # a query value under a name that says nothing
+
+
+@pytest.fixture
+def provider(server):
+    """A node provider on loopback, in front of the recordings: it answers only requests under
+    ``/KEY/`` that carry ``?api_key=TOKEN&project=PROJECT`` (401 otherwise), and passes them on
+    to the replay server without the key."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    import httpx
+
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            asked.append(self.path)
+            parts = urlsplit(self.path)
+            query = parse_qsl(parts.query, keep_blank_values=True)
+            own = [(k, v) for k, v in query if k not in ("api_key", "project")]
+            if not parts.path.startswith(f"/{KEY}/") or ("api_key", TOKEN) not in query \
+                    or ("project", PROJECT) not in query:
+                status, body, ctype = 401, b'{"error": "no key"}', "application/json"
+            else:
+                r = httpx.get(server.url + parts.path[len(KEY) + 1:] + (f"?{urlencode(own)}" if own else ""),
+                              headers={k: v for k, v in self.headers.items() if k.lower().startswith("x-cosmos")})
+                status, body, ctype = r.status_code, r.content, r.headers.get("content-type", "application/json")
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    httpd.asked = asked
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/{KEY}/?api_key={TOKEN}&project={PROJECT}"
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_the_path_prefix_and_query_of_a_node_and_accounting_url_are_kept(db, tmp_path, provider):
+    """``--node http://h/?api_key=K`` sent every request to ``/`` (the key's query first, the
+    request's path after it): the epoch "is not a Gonka chain API"."""
+    record = tmp_path / "rec"
+    r = run_cli("collect", "-e", "403", "--node", provider.url, "--accounting", provider.url, "--rate", "0",
+                "--record", str(record), db=db)
+    assert r.returncode == 0, r.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM chain_epochs WHERE complete").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM acct_participants").fetchone()[0] > 0
+    assert all(p.startswith(f"/{KEY}/") and f"api_key={TOKEN}" in p for p in provider.asked)
+    assert any("pagination.limit=1000" in p for p in provider.asked)      # the request's own parameters too
+    # the recording holds the request, not the provider's key: it replays anywhere
+    recorded = "\n".join(f.read_text() for f in record.rglob("*.json"))
+    assert KEY not in recorded and TOKEN not in recorded and PROJECT not in recorded
+    assert run_cli("collect", "-e", "403", "--replay", str(record / "chain"), "--refresh", db=db).returncode == 0
+
+
+def test_a_key_in_a_node_url_is_shown_as_host_and_mask_everywhere(db, tmp_path, provider):
+    """A key in the URL's path was printed whole in the md and html reports' "Made by" line and
+    on stderr; a query value under a plain name (``project=``) too."""
+    secrets = (KEY, TOKEN, PROJECT)
+    host = provider.url.split("/")[2]
+    texts = []
+    r = run_cli("collect", "-e", "403", "--node", provider.url, "--accounting", provider.url, "--rate", "0", db=db)
+    assert r.returncode == 0, r.stderr
+    texts.append(r.stderr)
+    for fmt in ("md", "html"):
+        r = run_cli("epoch", "403", "--node", provider.url, "--rate", "0", "--refresh", "--format", fmt, db=db)
+        assert r.returncode in (0, 1), r.stderr
+        assert f"{host}/***/?api_key=***&amp;project=***" in r.stdout or f"{host}/***/?api_key=***&project=***" \
+            in r.stdout, r.stdout[-600:]
+        texts.append(r.stdout + r.stderr)
+    # errors: an epoch the node lacks, a node that is down (its URL in the message), a bad URL
+    down = f"http://127.0.0.1:9/{KEY}/?project={PROJECT}"
+    for args in (["collect", "-e", "999", "--node", provider.url], ["collect", "-e", "403", "--refresh", "--node", down],
+                 ["--debug", "collect", "-e", "403", "--refresh", "--node", down, "--timeout", "1"],
+                 ["collect", "-e", "403", "--node", f"http://127.0.0.1:x/{KEY}/"]):
+        r = run_cli(*args, db=db)
+        assert r.returncode in (2, 3) and "/***" in r.stderr, r.stderr
+        texts.append(r.stderr)
+    text = "\n".join(texts) + store_dump(db, 400)
+    for s in secrets:
+        assert s not in text, f"{s} leaks: ...{text[max(0, text.find(s) - 200):text.find(s) + 50]}..."
+    assert "/chain-api/productscience/inference/inference/" in text     # API paths stay whole
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://x.provider.example/Q2x9aZ7pLm3kW8vB4nT6/", "https://x.provider.example/***/"),
+    ("https://x.provider.example/v2/abcdefghijklmnopqrstuvwxyz/", "https://x.provider.example/v2/***/"),
+    ("http://h/?api_key=K&project=p", "http://h/?api_key=***&project=***"),
+    ("http://h:8000/chain-api/productscience/inference/inference/epoch_performance_summary/403",
+     "http://h:8000/chain-api/productscience/inference/inference/epoch_performance_summary/403"),
+    ("http://h:8000/devshard/v1/stats/shards/18446744073709551615", "http://h:8000/devshard/v1/stats/shards/18446744073709551615"),
+    ("http://h/KEY0123456789abcdef/chain-api/x?pagination.limit=1000&pagination.key=AbC123==&height=5",
+     "http://h/***/chain-api/x?pagination.limit=1000&pagination.key=AbC123==&height=5"),
+])
+def test_redact_url_masks_keys_in_the_path_and_every_query_value(url, shown):
+    assert redact_url(url) == shown

@@ -107,12 +107,13 @@ def test_json_of_a_short_and_a_long_result_is_as_before(store):
     """Fetched in chunks, the JSON is the text it was: a short list indented, a long one an
     item a line."""
     from auditor.report.render import to_json
+    from auditor.result import SCHEMA_VERSION
 
     for n in (0, 3, 100, 101, 25_001):
         r = run_cli("sql", f"SELECT i, (i * 0.5)::DOUBLE AS half FROM range({n}) t(i)", "--format", "json", db=store)
         assert r.returncode == 0, r.stderr
         rows = [{"i": i, "half": i * 0.5} for i in range(n)]
-        assert r.stdout == to_json({"columns": ["i", "half"], "rows": rows}) + "\n"
+        assert r.stdout == to_json({"schema_version": SCHEMA_VERSION, "columns": ["i", "half"], "rows": rows}) + "\n"
 
 
 def test_an_error_found_while_fetching_is_one_line(store):

@@ -384,9 +384,16 @@ def test_latest_epoch_accepts_numbers_and_strings(height, as_str):
 
 @given(st.sampled_from(["ms", "s", "m", "h", ""]), st.integers(1, 10**6))
 def test_interval_durations(unit, n):
+    from auditor.errors import UsageError
+    from auditor.times import MAX_SECONDS
     from auditor.watch import seconds
 
-    assert seconds(f"{n}{unit}") == pytest.approx(n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}[unit])
+    value = n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}[unit]
+    if value > MAX_SECONDS:            # a year at most (issue 35)
+        with pytest.raises(UsageError, match="at most 8,784h"):
+            seconds(f"{n}{unit}")
+    else:
+        assert seconds(f"{n}{unit}") == pytest.approx(value)
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
@@ -463,3 +470,84 @@ def test_the_participant_list_decodes_a_real_mainnet_answer():
     assert sum(p.current_epoch_stats.inference_count for p in page.participant) == \
         sum(int(p["current_epoch_stats"]["inference_count"]) for p in raw["participant"])
     assert all(p.address.startswith("gonka1") for p in page.participant)
+
+
+def test_a_participant_list_that_repeats_its_next_key_ends_the_reading_with_a_line(tmp_path, db):
+    """A node that answers the same next_key for every page was asked 1,000 pages a reading (at
+    the default 20 a minute, 50 minutes). The walk stops at the first key asked again: the
+    counters are unknown, exit 3 with the line (issue 35)."""
+    rec = tmp_path / "h2"
+    shutil.copytree(W / "h2", rec)
+    page = rec / "000003.json"
+    entry = json.loads(page.read_text())
+    body = json.loads(entry["body"])
+    body["pagination"]["next_key"] = "AAAA"
+    entry["body"] = json.dumps(body)
+    page.write_text(json.dumps(entry))
+    (rec / "900000.json").write_text(json.dumps({**entry, "query": "pagination.key=AAAA&pagination.limit=10000"}))
+    with ReplayServer(rec) as server:
+        r = run_cli("watch", "--once", "--format", "json", *sources(server.url), db=db, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "participant list: the node answered next_key 'AAAA' again after 2 page(s)" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+
+
+HOLD = """import duckdb, time
+while True:              # the watch holds the store while it stores a reading: take it between two
+    try:
+        con = duckdb.connect({db!r})
+        break
+    except duckdb.IOException:
+        time.sleep(0.01)
+print("held", flush=True)
+time.sleep(3)
+"""
+
+
+def test_the_loop_outlives_a_busy_store_and_an_unusable_textfile_folder(tmp_path, db):
+    """`watch --interval 1s` ended (exit 3) when another process held the store for 3 s, and
+    (exit 2) when the textfile's folder was briefly unusable. Now each is tried again with
+    backoff and said on stderr; the readings taken meanwhile are stored once the store is free,
+    the textfile is written again, and Ctrl-C still ends it with 130 (issue 35)."""
+    prom_dir = tmp_path / "prom"
+    prom = prom_dir / "auditor.prom"
+    with ReplayServer(W / "loop") as server:
+        p = subprocess.Popen([sys.executable, "-m", "auditor", "--db", str(db), "watch", "--interval", "1s",
+                              "--prom-textfile", str(prom), *sources(server.url)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             env={"COLUMNS": "200", "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, preexec_fn=ctrl_c_able)
+        try:
+            deadline = time.monotonic() + 60
+            while not prom.exists() and time.monotonic() < deadline and p.poll() is None:
+                time.sleep(0.1)
+            assert prom.exists(), p.stderr.read() if p.poll() is not None else "no textfile"
+            # another process holds the store, and the textfile's folder is a file, for 3 s
+            holder = subprocess.Popen([sys.executable, "-c", HOLD.format(db=str(db))], stdout=subprocess.PIPE, text=True)
+            assert holder.stdout.readline().strip() == "held"
+            held_at = time.time()
+            prom_dir.rename(tmp_path / "prom.away")
+            prom_dir.write_text("not a folder")
+            time.sleep(3)
+            prom_dir.unlink()
+            (tmp_path / "prom.away").rename(prom_dir)
+            holder.wait(timeout=10)
+            before = prom.stat().st_mtime
+            deadline = time.monotonic() + 30
+            while prom.stat().st_mtime == before and time.monotonic() < deadline and p.poll() is None:
+                time.sleep(0.1)
+            time.sleep(1.5)
+            assert p.poll() is None, p.stderr.read()         # still watching
+            p.send_signal(signal.SIGINT)
+            err = p.stderr.read()
+            p.wait(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "auditor: interrupted", err
+    assert "auditor: watch: the store could not be written: the database" in err and "is locked by another" in err
+    assert "auditor: watch: the textfile could not be written: cannot write --prom-textfile" in err, err
+    assert "held reading(s) stored" in err and "the textfile is written again" in err, err
+    assert prom.stat().st_mtime > before
+    taken = [t.timestamp() for (t,) in q(db, "SELECT DISTINCT taken_at FROM watch_readings ORDER BY 1")]
+    assert any(held_at <= t <= held_at + 3 for t in taken), (held_at, taken)    # taken while held, stored after

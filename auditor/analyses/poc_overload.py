@@ -60,6 +60,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..result import Finding, Result, Table, utc_text
+from ..times import MAX_SECONDS
 from . import capability, cpoc, misstest
 from .context import Run, run_for
 from .cpoc import (  # noqa: F401  (the pure rules stay importable from here)
@@ -80,7 +81,8 @@ class PocOverloadOptions(Options):
 
     per_10000: float | None = cpoc.per_10000_option()     # PoCMaxConcurrentPer10000Weight; None = the gateway default
     lookback_minutes: float = option(cpoc.DEFAULT_LOOKBACK_MINUTES, "--lookback", "Minutes before each window "
-                                     "that count as the host's usual load.", metavar="MIN", min=1)
+                                     "that count as the host's usual load.", metavar="MIN", min=1,
+                                     max=MAX_SECONDS / 60)
     cap_span: str = option("generation", "--cap-span", "Where the counterfactual applies the cap: PoC generation "
                            "(as proposed) or the whole window.", choices=("generation", "window"))
     overload_factor: float = 1.5         # a clear margin: peak in flight >= factor x cap and >= cap + 2

@@ -68,6 +68,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..result import Finding, Result, Table, utc, utc_text
+from ..times import MAX_SECONDS
 from .context import Run
 from .frame import Options, option
 
@@ -93,7 +94,8 @@ class RemintOptions(Options):
     rotation_target: int | None = option(None, "--rotation-target", "Regular escrows per model the rotator keeps "
                                          "(target_count). [default: estimated from the epoch-start rotation pass "
                                          "in the logs]", metavar="N", min=0)
-    peak_window_minutes: int = option(60, "--peak-window", "Window of a mint peak.", metavar="MINUTES", min=1)
+    peak_window_minutes: int = option(60, "--peak-window", "Window of a mint peak.", metavar="MINUTES", min=1,
+                                      max=MAX_SECONDS // 60)
     peak_min: int = 3
     recent_minutes: int = 10                # "had just served ordinary requests"
 

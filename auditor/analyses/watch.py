@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..result import SCHEMA_VERSION, Finding, Result, Table, utc_text
+from ..times import MAX_SECONDS
 from .context import Run
 from .frame import Options, option
 from .misstest import facts as misstest_facts, grace_applied, verdict_of as chain_test
@@ -81,6 +82,8 @@ def seconds(text: str) -> float:
     value = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
     if value <= 0:
         raise UsageError(f"--interval {text!r}: must be more than 0")
+    if value > MAX_SECONDS:
+        raise UsageError(f"--interval {text!r}: at most {MAX_SECONDS // 3600:,}h (a year)")
     return value
 
 

@@ -54,6 +54,7 @@ from ..result import CollectReport
 from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response
+from .wire_int import wire_int
 
 SOURCE = "accounting"
 
@@ -104,10 +105,13 @@ def _lenient_time(v: Any, handler: Any) -> Any:
 
 UINT64_MAX = 2**64 - 1
 # counts are uint64 on the wire and UBIGINT in the store: out of range is a shape error
-Count = Annotated[Optional[int], Field(ge=0, le=UINT64_MAX)]
-CountMap = Annotated[Optional[dict[str, Annotated[int, Field(ge=0, le=UINT64_MAX)]]], BeforeValidator(_count_map)]
-SlotId = Annotated[Optional[int], Field(ge=0, le=2**63 - 1)]  # a BIGINT column
-Version = Annotated[Optional[int], Field(ge=-2**31, le=2**31 - 1)]  # an INTEGER column
+# (integers only in the wire's decimal form: wire_int)
+WireInt = BeforeValidator(wire_int)
+Count = Annotated[Optional[int], WireInt, Field(ge=0, le=UINT64_MAX)]
+CountMap = Annotated[Optional[dict[str, Annotated[int, WireInt, Field(ge=0, le=UINT64_MAX)]]],
+                     BeforeValidator(_count_map)]
+SlotId = Annotated[Optional[int], WireInt, Field(ge=0, le=2**63 - 1)]  # a BIGINT column
+Version = Annotated[Optional[int], WireInt, Field(ge=-2**31, le=2**31 - 1)]  # an INTEGER column
 Str = Annotated[str, BeforeValidator(_none_to_empty_str)]
 Time = Annotated[Optional[datetime], WrapValidator(_lenient_time)]
 
@@ -209,7 +213,7 @@ class SlotRecord(_Totals):
 
 class EpochSummary(_Totals):
     updated_at: Time = None
-    epoch_index: Annotated[Optional[int], Field(ge=0, le=2**63 - 1)] = None  # stored as the BIGINT epoch
+    epoch_index: Annotated[Optional[int], WireInt, Field(ge=0, le=2**63 - 1)] = None  # stored as the BIGINT epoch
     cross_check_errors: Count = None
     recording_errors: Count = None               # v2-v3
     writer_errors: Count = None                  # v2-v3
@@ -249,6 +253,23 @@ class ParticipantsResponse(_Model):
 def decode_epochs(data: Any) -> EpochsResponse:
     """``GET /api/v1/epochs`` body -> model. Raises ValidationError on a wrong shape."""
     return EpochsResponse.model_validate(data)
+
+
+def decode_epoch_list(data: Any) -> tuple[EpochsResponse, list[str]]:
+    """``GET /api/v1/epochs`` body -> the model of its readable entries, and why each other
+    entry was skipped (``epochs.1.epoch_index: Input should be greater than or equal to 0``).
+    Raises ValidationError when the list itself has the wrong shape."""
+    raw = data.get("epochs") if isinstance(data, dict) else None
+    if not isinstance(raw, list):
+        return decode_epochs(data), []
+    head = decode_epochs({**data, "epochs": []})
+    bad: list[str] = []
+    for i, entry in enumerate(raw):
+        try:
+            head.epochs.append(EpochSummary.model_validate(entry))
+        except ValidationError as exc:
+            bad.append(f"entry skipped: epochs.{i}.{_one_line(exc)}")
+    return head, bad
 
 
 def decode_participants(data: Any) -> ParticipantsResponse:
@@ -695,7 +716,7 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             err = f"{listing_resp.url}: an epoch list of {len(raw):,} epochs refused (at most {MAX_LISTED:,})"
         else:
             try:
-                listing = decode_epochs(listing_resp.data)
+                listing, bad = decode_epoch_list(listing_resp.data)
             except ValidationError as exc:
                 err = f"{listing_resp.url} is not an accounting epoch list ({_one_line(exc)})"
     listed: dict[int, EpochSummary] = {}
@@ -704,8 +725,12 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             if s.epoch_index is not None:
                 listed[s.epoch_index] = s
         shown = ", ".join(str(e) for e in sorted(listed)) or "none"
-        store.put_coverage(_coverage(None, "epoch_list", "ok",
-                                     f"lists epochs {shown} (schema_version {listing.schema_version})",
+        detail = f"lists epochs {shown} (schema_version {listing.schema_version})"
+        for why in bad:     # one bad entry costs that entry: the other epochs are collected
+            report.missing.append(f"epoch list: {listing_resp.url}: {why}")
+        if bad:
+            detail += f"; {len(bad)} entry(ies) skipped: " + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else "")
+        store.put_coverage(_coverage(None, "epoch_list", "partial" if bad else "ok", detail,
                                      listing_resp.url, listing_resp.fetched_at))
     else:
         report.missing.append(f"epoch list: {err}")

@@ -17,8 +17,9 @@ recorded in ``coverage`` and listed in the run report.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Callable
 
@@ -31,6 +32,7 @@ from ..progress import Progress
 from ..store import Store, coverage_row, utcnow
 from ..redact import redact_text
 from .http import JsonClient, Response
+from .wire_int import MAX_DIGITS, wire_int
 
 API = "/chain-api/productscience/inference/inference"
 
@@ -39,24 +41,12 @@ API = "/chain-api/productscience/inference/inference"
 INT64 = (-2**63, 2**63 - 1)
 UINT64 = (0, 2**64 - 1)
 INT32 = (-2**31, 2**31 - 1)
-MAX_DIGITS = 40  # longer than any 64-bit integer, sign and padding included: refused unread
 
 
 def _to_int(v: Any) -> int:
-    if v is None or v == "":
-        return 0
-    if isinstance(v, bool):
-        raise ValueError("a boolean is not an integer")
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        text = v.strip()
-        if len(text) > MAX_DIGITS:
-            raise ValueError(f"a number of {len(text)} characters is out of range")
-        return int(text)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    raise ValueError(f"not an integer: {v!r}")
+    """A wire integer (:func:`wire_int`); null is the field's default, 0."""
+    n = wire_int(v)
+    return 0 if n is None else n
 
 
 def _bounded(lo: int, hi: int, name: str) -> Callable[[Any], int]:
@@ -72,6 +62,7 @@ def _bounded(lo: int, hi: int, name: str) -> Callable[[Any], int]:
 
 
 MAX_DECIMAL = Decimal(10) ** 20  # DECIMAL(38,18), the column chain Decimals are stored in
+_DECIMAL_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")   # as the wire writes a decimal
 
 
 def to_decimal(v: Any) -> Decimal | None:
@@ -85,7 +76,9 @@ def to_decimal(v: Any) -> Decimal | None:
     elif isinstance(v, (int, str)):
         if len(str(v).strip()) > MAX_DIGITS:
             raise ValueError(f"a number of {len(str(v).strip())} characters is out of range")
-        d = Decimal(str(v).strip())
+        if isinstance(v, str) and not _DECIMAL_TEXT.fullmatch(v):     # Decimal() reads "7_5" and "٧٥" too
+            raise ValueError(f"{v[:40]!r} is not a number in decimal digits")
+        d = Decimal(str(v))
     elif isinstance(v, float):
         d = Decimal(repr(v))
     else:
@@ -279,6 +272,43 @@ class ModelRecord(Wire):
 class Pagination(Wire):
     next_key: str = ""
     total: U64 = 0
+
+
+MAX_PAGES = 100   # pages of one paginated list: 100,000 models at 1,000 a page, 10^6 participants at 10,000
+
+
+@dataclass
+class Pages:
+    """The ``pagination.next_key`` walk of one list: it ends at an empty key, and also at a key
+    already asked (a node that answers the same ``next_key`` again would be asked forever)
+    or after ``cap`` pages; :attr:`stopped` then says why, for the one line the caller shows."""
+
+    what: str
+    cap: int = MAX_PAGES
+    key: str = ""
+    pages: int = 0
+    stopped: str | None = None
+    _asked: set[str] = field(default_factory=set)
+
+    def params(self, limit: int | str) -> dict[str, Any]:
+        """The query of the next page."""
+        return {"pagination.limit": limit, **({"pagination.key": self.key} if self.key else {})}
+
+    def advance(self, next_key: str) -> bool:
+        """Record one page's ``next_key``: whether there is a next page to ask."""
+        self.pages += 1
+        self._asked.add(self.key)
+        if not next_key:
+            return False
+        if next_key in self._asked:
+            self.stopped = (f"{self.what}: the node answered next_key {next_key[:40]!r} again after "
+                            f"{self.pages} page(s); the list is read up to there")
+        elif self.pages >= self.cap:
+            self.stopped = f"{self.what}: the list did not end after {self.cap} pages; read up to there"
+        else:
+            self.key = next_key
+            return True
+        return False
 
 
 class ModelsResponse(Wire):
@@ -641,8 +671,38 @@ def _models_at_settlement(run: _Run) -> None:
     _models(run, run.settlement - 1 if run.settled else None)
 
 
+EARLIEST_BLOCK = datetime(2024, 1, 1, tzinfo=timezone.utc)     # before the Gonka chain's genesis (2025)
+
+
+def _implausible(t: datetime) -> str | None:
+    """Why a block time cannot be the chain's: before it began, or later than tomorrow."""
+    if t < EARLIEST_BLOCK:
+        return f"older than the chain (before {EARLIEST_BLOCK:%Y-%m-%d})"
+    if t > datetime.now(timezone.utc) + timedelta(days=1):
+        return "more than a day in the future"
+    return None
+
+
+def _out_of_order(run: _Run) -> None:
+    """Block times must grow with height: the times of a pair that do not are both wrong
+    shapes (which one is wrong cannot be told), so missing, and not stored."""
+    times = sorted(run.block_times, key=lambda bt: bt["height"])
+    bad: dict[int, str] = {}
+    for a, b in zip(times, times[1:]):
+        if a["time"] > b["time"]:
+            for this, other in ((a, b), (b, a)):
+                bad.setdefault(this["height"], f"unexpected response shape: time {this['time_text']!r} is out of "
+                                               f"order with height {other['height']}'s {other['time_text']!r}")
+    items = {f"block time {h}" for h in bad}
+    run.coverage = [c for c in run.coverage if c["item"] not in items]
+    for h, why in bad.items():
+        run.missing(f"block time {h}", why, height=h)
+    run.block_times = [bt for bt in run.block_times if bt["height"] not in bad]
+
+
 def _block_times(run: _Run) -> None:
-    """8. Block times of every boundary height."""
+    """8. Block times of every boundary height: a time before the chain, in the future, or out
+    of order with the others is a wrong shape (missing, not stored)."""
     for name, h in run.bounds.items():
         run.rows("chain_epoch_heights").append({"epoch": run.epoch, "name": name, "height": h})
     for h in run.progress.track(sorted(set(run.bounds.values())), f"epoch {run.epoch}: block times"):
@@ -650,16 +710,23 @@ def _block_times(run: _Run) -> None:
             run.coverage.append(_cov(run.epoch, f"block time {h}", "missing", "height not reached yet", None, h,
                                      utcnow()))
             continue
-        got = run.fetch(f"block time {h}", "/chain-rpc/block", BlockResponse, params={"height": h})
+        got = run.fetch(f"block time {h}", "/chain-rpc/block", BlockResponse, params={"height": h},
+                        check=_block_time_shape)
         if got:
             hdr = got[0].header
-            try:
-                t = parse_block_time(hdr.time)
-            except ValueError:
-                run.missing(f"block time {h}", f"unreadable time {hdr.time!r}")
-                continue
-            run.block_times.append({"height": h, "time": t, "time_text": hdr.time,
+            run.block_times.append({"height": h, "time": parse_block_time(hdr.time), "time_text": hdr.time,
                                     "source_url": got[1].url, "fetched_at": got[1].fetched_at})
+    _out_of_order(run)
+
+
+def _block_time_shape(block: BlockResponse) -> str | None:
+    """Why a block's time is not one the chain can have, or None."""
+    try:
+        t = parse_block_time(block.header.time)
+    except ValueError:
+        return f"unreadable time {block.header.time!r}"
+    why = _implausible(t)
+    return f"unexpected response shape: time {block.header.time!r} is {why}" if why else None
 
 
 # the steps after the root group, in order, each with the item it stands for when it fails
@@ -735,11 +802,10 @@ def _preserved(run: _Run, episode: str, anchor: int, at: int) -> None:
 
 
 def _models(run: _Run, height: int | None) -> None:
-    key = ""
     seen: set[str] = set()
+    pages = Pages("models_all")
     while True:
-        params = {"pagination.limit": 1000, **({"pagination.key": key} if key else {})}
-        got = run.fetch("models_all", f"{API}/models_all", ModelsResponse, params=params, height=height)
+        got = run.fetch("models_all", f"{API}/models_all", ModelsResponse, params=pages.params(1000), height=height)
         if not got:
             return
         page, resp = got
@@ -753,8 +819,9 @@ def _models(run: _Run, height: int | None) -> None:
                 "context_window": m.context_window, "v_ram": m.v_ram,
                 "throughput_per_nonce": m.throughput_per_nonce,
                 "raw": json.dumps(raw), **_prov(resp)})
-        key = page.pagination.next_key
-        if not key:
+        if not pages.advance(page.pagination.next_key):
+            if pages.stopped:
+                run.missing("models_all", pages.stopped, height=height)
             return
 
 

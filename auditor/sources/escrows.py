@@ -23,11 +23,24 @@ answer ``{"escrow": DevshardEscrow, "found": bool}`` (12.3) becomes one row of
 
 Rows are written in batches, each batch in one transaction with its coverage rows, so a long
 probe (20 requests a minute on a public node) that is interrupted keeps what it got.
+
+The probes are bounded (issue 35: an accounting API naming 400 invented ids cost 402 requests
+on every run; 250,000 would have taken 208 hours at the public node's rate):
+
+- only the ids the logs or the accounting API tie to the epochs collected are asked
+  (``queries/remints_escrows_to_probe.sql``);
+- at most :data:`MAX_PROBES` ids a run, those never asked first; the rest wait for the next
+  runs, and the run says how many (missing: their records are unknown, exit 3);
+- every probe is remembered (``escrow_probes``, ``queries/schema/016_escrow_probes.sql``): an id
+  the node did not find is asked again only after a wait that doubles with each probe (1 hour
+  up to 7 days), not on every run; one no node answered for is asked again by the next run
+  (within the cap), as before.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -41,6 +54,10 @@ from .http import JsonClient
 
 SOURCE = "chain_escrows"
 BATCH = 50
+MAX_PROBES = 250            # ids asked a run: within the public node's burst of 200, plus 2.5 minutes
+FIRST_WAIT = timedelta(hours=1)     # before an id not found (or not answered) is asked again; doubles
+LONGEST_WAIT = timedelta(days=7)
+DEFERRED = "devshard_escrow (left for the next run)"     # the coverage item of the ids past the cap
 
 
 def _text(v: Any) -> str:
@@ -72,20 +89,25 @@ def item(escrow_id: int) -> str:
     return f"devshard_escrow/{escrow_id}"
 
 
-def to_probe(store: Store) -> list[dict[str, Any]]:
-    """``[{escrow_id, hint_epoch}]``: the ids seen in logs and accounting that need probing."""
-    return store.query("remints_escrows_to_probe")
+def to_probe(store: Store, epochs: list[int] | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
+    """``[{escrow_id, hint_epoch, pin_height, tried_pinned, asked_before}]``: the ids seen in logs
+    and accounting, tied to ``epochs`` (None: any), that need probing now, in the order to ask."""
+    return store.query("remints_escrows_to_probe", epochs=epochs, now=now or utcnow())
 
 
-def collect(store: Store, client: JsonClient, progress: Progress) -> CollectReport:
-    """Probe every escrow id that is not cached; store the records and the coverage."""
+def collect(store: Store, client: JsonClient, progress: Progress, epochs: list[int] | None = None) -> CollectReport:
+    """Probe the escrow ids of ``epochs`` that are not cached nor waiting, at most MAX_PROBES;
+    store the records, the coverage and what was asked (escrow_probes)."""
     report = CollectReport(source="chain escrows (devshard_escrow/{id})")
-    todo = to_probe(store)
+    now = utcnow()
+    todo = to_probe(store, epochs, now)
     asked = {int(w["escrow_id"]) for w in todo}
     cached = sum(1 for r in store.rows("SELECT escrow_id FROM chain_escrows") if int(r["escrow_id"]) not in asked)
     if cached:
-        report.skipped.append(f"{cached} escrow record(s) final in the store (settled, or pruned and read): "
-                              "not probed again")
+        report.skipped.append(f"{cached} escrow record(s) final in the store, waiting, or of other epochs: "
+                              "not probed this run")
+    todo, deferred = todo[:MAX_PROBES], todo[MAX_PROBES:]
+    _defer(store, report, len(deferred), epochs)
     if not todo:
         report.notes.append("no escrow ids to probe (none seen in the logs or accounting, or all cached)")
         return report
@@ -102,10 +124,10 @@ def collect(store: Store, client: JsonClient, progress: Progress) -> CollectRepo
                 rows.append(row)
             cov.append(c)
         if len(cov) >= BATCH:
-            _write(store, rows, cov)
+            _write(store, rows, cov, now)
             report.add("chain_escrows", len(rows))
             rows, cov = [], []
-    _write(store, rows, cov)
+    _write(store, rows, cov, now)
     report.add("chain_escrows", len(rows))
     report.notes.append(f"{client.requests_sent - sent_before} requests")
     return report
@@ -163,9 +185,42 @@ def _row(eid: int, answer: DevshardEscrowResponse, resp) -> dict[str, Any]:
             "raw": json.dumps(raw), **prov}
 
 
-def _write(store: Store, rows: list[dict[str, Any]], cov: list[dict[str, Any]]) -> None:
-    """Replace the probed ids' rows and coverage in one transaction. A coverage row is keyed by
-    its item alone (the epoch it is filed under may be learnt later)."""
+def _defer(store: Store, report: CollectReport, left: int, epochs: list[int] | None) -> None:
+    """Say how many ids wait past this run's MAX_PROBES (missing: their records are unknown),
+    in the run report and in coverage; none left clears that coverage row."""
+    with store.transaction():
+        store.replace("coverage", {"source": SOURCE, "item": DEFERRED}, [])
+        if left:
+            why = (f"{left} escrow id(s) not probed: at most {MAX_PROBES} a run, the next runs ask them "
+                   "(those never asked first)")
+            report.missing.append(f"{DEFERRED}: {why}")
+            store.put_coverage(coverage_row(SOURCE, DEFERRED, "missing", why,
+                                            epoch=epochs[0] if epochs and len(epochs) == 1 else None))
+
+
+def _wait(probes: int) -> timedelta:
+    """How long an id not found waits after its ``probes``-th probe."""
+    return min(FIRST_WAIT * 2 ** min(probes - 1, 20), LONGEST_WAIT)
+
+
+def _remember(store: Store, cov: list[dict[str, Any]], rows: list[dict[str, Any]], now: datetime) -> None:
+    """Record in escrow_probes what each probed id answered, and when to ask it again."""
+    found = {r["escrow_id"]: r for r in rows}
+    for c in cov:
+        eid = int(c["item"].rsplit("/", 1)[1])
+        row = found.get(eid)
+        outcome = "failed" if c["status"] != "ok" and row is None else \
+            "found" if row is not None and row["found"] else "not_found"
+        before = store.one("SELECT probes FROM escrow_probes WHERE escrow_id = ?", [eid])
+        probes = (before[0] if before else 0) + 1
+        due = now + _wait(probes) if outcome == "not_found" else now   # found, or no answer: next run
+        store.replace("escrow_probes", {"escrow_id": eid}, [{"escrow_id": eid, "probes": probes, "last_at": now,
+                                                             "outcome": outcome, "next_at": due}])
+
+
+def _write(store: Store, rows: list[dict[str, Any]], cov: list[dict[str, Any]], now: datetime) -> None:
+    """Replace the probed ids' rows and coverage, and what was asked, in one transaction. A
+    coverage row is keyed by its item alone (the epoch it is filed under may be learnt later)."""
     if not rows and not cov:
         return
     with store.transaction():
@@ -173,3 +228,4 @@ def _write(store: Store, rows: list[dict[str, Any]], cov: list[dict[str, Any]]) 
             store.replace("chain_escrows", {"escrow_id": r["escrow_id"]}, [r])
         for c in cov:
             store.replace("coverage", {"source": SOURCE, "item": c["item"]}, [c])
+        _remember(store, cov, rows, now)

@@ -21,6 +21,9 @@
   (``Response.url``, every row's ``source_url``) is the final URL, not the one asked.
 - ``Retry-After`` (seconds or an HTTP date) is honoured up to 60 s; a value that is
   negative, not a number or unreadable counts as absent (exponential backoff).
+- A base URL is a prefix, as people write them: its path (``https://x.provider.example/KEY``)
+  comes before every request's path and its query (``?api_key=K``) before every request's
+  parameters; neither is recorded (``--record`` keeps the request's own path and query).
 - No URL leaves this module with credentials in it: userinfo and token-bearing query
   parameters are redacted (:mod:`auditor.redact`) in ``Response.url``, in error
   messages and in :attr:`JsonClient.shown`.
@@ -38,13 +41,14 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpcore
 import httpx
 
 from ..errors import NotFoundError, SourceError, UsageError
 from ..redact import redact_url
+from .wire_int import is_decimal
 
 HEIGHT_HEADER = "x-cosmos-block-height"
 RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -228,7 +232,7 @@ def _read_body(r: httpx.Response) -> bytes:
     """The decoded body of a streamed response, refused past MAX_BODY bytes: counted on the
     wire and after decoding, chunk by chunk, so no more than MAX_BODY is ever held."""
     declared = r.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
+    if is_decimal(declared, signed=False) and int(declared) > MAX_BODY:
         raise _Refused(f"body of {int(declared):,} bytes refused (limit {MAX_BODY // 2**20} MiB)")
     inflater = _inflater(r.headers.get("content-encoding", ""))
     body = bytearray()
@@ -273,6 +277,26 @@ class Response:
     fetched_at: datetime
 
 
+def _split_base(base: str) -> tuple[str, str]:
+    """A base URL as ``(prefix, query)``: ``http://h/p/?api_key=K`` is ``("http://h/p", "api_key=K")``
+    (a fragment is never sent)."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return base, ""
+    if not parts.query and not parts.fragment:
+        return base, ""
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", "")), parts.query
+
+
+def _joined(base: tuple[str, str], path: str, query: str) -> str:
+    """The URL of ``path?query`` under ``base`` (:func:`_split_base`): after its path prefix, with
+    its own query parameters first (``http://h/p/?k=K`` and ``/x?a=1``: ``http://h/p/x?k=K&a=1``)."""
+    prefix, base_query = base
+    both = "&".join(q for q in (base_query, query) if q)
+    return prefix + path + (f"?{both}" if both else "")
+
+
 @dataclass
 class Attempt:
     url: str
@@ -297,12 +321,14 @@ class JsonClient:
     _buckets: dict[str, TokenBucket] = field(default_factory=dict)
     _down: set[str] = field(default_factory=set)
     _record_seq: int = 0
+    _split: dict[str, tuple[str, str]] = field(default_factory=dict)   # base -> (path prefix, its query)
 
     def __post_init__(self) -> None:
         if not self.bases:
             raise SourceError("no source URL given")
         self.bases = [b.rstrip("/") for b in self.bases]
         for b in self.bases:
+            self._split[b] = _split_base(b)
             try:
                 url = httpx.URL(b)
             except httpx.InvalidURL as exc:
@@ -367,7 +393,7 @@ class JsonClient:
         # nodes that failed at the transport level earlier in this run are asked last
         order = [b for b in self.bases if b not in self._down] + [b for b in self.bases if b in self._down]
         for i, base in enumerate(order):
-            url = base + target
+            url = _joined(self._split[base], path, query)
             shown = redact_url(url)
             others_left = i < len(order) - 1
             bucket = self._buckets.setdefault(base, TokenBucket(self.rate_per_min, self.burst, self.clock, self.sleep))

@@ -35,10 +35,11 @@ from pydantic import ValidationError
 
 from ..errors import NotFoundError, SourceError, UsageError
 from .accounting import MAX_ROWS, ParticipantRecord, ParticipantsText
-from .chain import (API, BlockResponse, DapiLatestEpoch, Int, Pagination, ParamsResponse, Wire, decode,
+from .chain import (API, BlockResponse, DapiLatestEpoch, Int, Pages, Pagination, ParamsResponse, Wire, decode,
                     parse_block_time)
 from .escrows import DevshardEscrowResponse
 from .http import JsonClient
+from .wire_int import is_decimal
 
 WATCH_BURST = 20          # a minute's worth: the node's own limiter allows 200 (chain-api.md 1.7)
 
@@ -190,17 +191,16 @@ class Reader:
 
     def _chain_counters(self) -> dict[str, tuple[int, int]]:
         out: dict[str, tuple[int, int]] = {}
-        key = ""
-        for _ in range(1000):
-            params = {"pagination.limit": "10000", **({"pagination.key": key} if key else {})}
-            page = decode(ParticipantList, self.node.get(f"{API}/participant", params))
+        pages = Pages("participant list")
+        while True:
+            page = decode(ParticipantList, self.node.get(f"{API}/participant", pages.params("10000")))
             for p in page.participant:
                 s = p.current_epoch_stats
                 out[p.address or p.index] = (s.inference_count, s.missed_requests)
-            key = page.pagination.next_key
-            if not key:
+            if not pages.advance(page.pagination.next_key):
+                if pages.stopped:       # the counters of a part of the list are unknown
+                    raise SourceError(pages.stopped)
                 return out
-        raise SourceError("the participant list did not end after 1000 pages")
 
     def _escrow(self, escrow_id: str, reading: Reading) -> bool | None:
         """True settled, False not settled, None unknown (asked, no answer): asked once a reading."""
@@ -296,7 +296,7 @@ class Reader:
                 continue
             slots = self._escrow_slots.get(ref.escrow_id, [])
             for slot, stats in shard.host_stats.items():
-                sid = int(slot) if slot.strip().isdigit() else len(slots)
+                sid = int(slot) if is_decimal(slot, signed=False) else len(slots)
                 if sid >= len(slots):
                     reading.notes.append(f"escrow {ref.escrow_id} slot {slot!r}: not among its "
                                          f"{len(slots)} slots on chain")

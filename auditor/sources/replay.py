@@ -32,6 +32,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import UsageError, cannot_write
+from .wire_int import is_decimal
 
 Key = tuple[str, str, str | None]
 
@@ -58,7 +59,7 @@ def _invalid(entry: object) -> str | None:
         return f"status {str(status)[:40]!r} is not an HTTP status (100-599)"
     height = entry.get("height")
     if height not in (None, "") and not (isinstance(height, int) and not isinstance(height, bool)
-                                         or isinstance(height, str) and height.isdigit()):
+                                         or isinstance(height, str) and is_decimal(height, signed=False)):
         return f"height {str(height)[:40]!r} is not a block height"
     if _CONTROL.search(entry.get("content_type") or ""):
         return "content_type holds a control character (CR, LF, ...)"
@@ -184,7 +185,11 @@ class ReplayServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        try:
+            self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        except OSError as exc:        # the port in use, or one below 1024 without the right
+            raise UsageError(f"--port {port}: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc} "
+                             "(give another port, or 0 for any free one)") from None
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
