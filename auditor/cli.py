@@ -249,9 +249,9 @@ def _analyse(a, call, sources, out: Output) -> None:
                 result = a.run(store, call.epoch, call.options)     # it makes its one run
             if result.unavailable and not result.parts:
                 raise SourceError(result.unavailable)
-            # one participant's report is its full detail: nothing shortened or dropped (issue 12)
-            wide = out.wide or getattr(call.options, "participant", None) is not None
-            render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
+            # one participant's report is its full detail: nothing dropped (issues 12, 33)
+            whole = getattr(call.options, "participant", None) is not None
+            render.emit(result, out.fmt, out.path, render.View(wide=out.wide, whole=whole, command=command_line()))
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 

@@ -97,7 +97,7 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
     if sources.offline:
         raise UsageError("--offline: watch reads the running epoch live; --offline goes with --backtest N")
-    view = render.View(wide=out.wide or bool(c.participants), command=command)
+    view = render.View(wide=out.wide, whole=bool(c.participants), command=command)
     with ExitStack() as stack:
         s = stack.enter_context(resolved(sources))
         if not s.nodes:

@@ -205,9 +205,12 @@ def _csv_value(v: Any) -> Any:
 @dataclass(frozen=True)
 class View:
     """How to present a report: ``wide`` keeps every column and full addresses in the
-    terminal view; ``command`` is the command line that made it (md and html print it)."""
+    terminal view, as wide as they are; ``whole`` (a participant's report) keeps every
+    column too, a row whose columns do not fit the width as ``key: value`` lines;
+    ``command`` is the command line that made it (md and html print it)."""
 
     wide: bool = False
+    whole: bool = False
     command: str | None = None
 
 
