@@ -267,7 +267,9 @@ def _resolved_participant(store, call):
     text = getattr(call.options, "participant", None)
     label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
     if label is None or (text.startswith("gonka1") and not label.group(1)):
-        return call         # a full address (or no label at all) as given: the analysis says if it has none
+        if text is not None:
+            _known_participant(store, text, call.epoch)
+        return call         # a full address (or no label at all) as given
     head = "gonka1" if label.group(1) else ""
     found = [r["participant"] for r in store.query("participants_matching", head=head, tail=label.group(2))]
     if len(found) != 1:
@@ -275,6 +277,27 @@ def _resolved_participant(store, call):
             "matches no participant the store holds"
         raise UsageError(f"--participant {text} {which}: give the full gonka1... address")
     return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=found[0]))
+
+
+def _known_participant(store, address: str, epoch: int | None) -> None:
+    """A full address given to --participant that no stored source knows for ``epoch`` (its
+    chain data, a gateway's accounting of it, or the logs, which carry no epoch) is a usage
+    error naming the closest address stored: a typo would otherwise report "Findings: none".
+    An epoch the store holds nothing of is left to the analysis to say."""
+    import difflib
+
+    from .errors import UsageError
+
+    found = store.query("participant_in_epoch", epoch=epoch, participant=address)[0]
+    if found["of_epoch"] or not found["epoch_stored"]:
+        return
+    stored = store.query("participants_stored")
+    if any(r["participant"] == address and r["from_logs"] for r in stored):
+        return
+    near = difflib.get_close_matches(address, [r["participant"] for r in stored], n=1, cutoff=0.8)
+    where = f"epoch {epoch}" if epoch is not None else "any stored epoch"
+    raise UsageError(f"--participant {address} is no participant of {where}"
+                     + (f"; the closest stored address is {near[0]}" if near else "; no stored address is near it"))
 
 
 # -- commands -----------------------------------------------------------------
