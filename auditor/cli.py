@@ -124,6 +124,11 @@ def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeo
     if offline and typed:       # one from the environment or auditor.toml is left unused: that is --offline
         raise UsageError(f"--offline collects nothing, so {' and '.join(typed)} would be ignored: "
                          "drop one or the other")
+    if gateway_log and not offline:
+        from .sources.gatewaylog_files import absent
+
+        if missing := absent(gateway_log):
+            raise UsageError(f"--gateway-log {missing[0]}: no such file (nor a glob, nor - for stdin)")
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout,
@@ -697,6 +702,10 @@ def main(argv: list[str] | None = None) -> None:
         command = typer.main.get_command(app)
         _finite_floats(command)
         code = command.main(args=args, prog_name="auditor", standalone_mode=False)
+    except getattr(click_exc, "NoArgsIsHelpError", ()) as exc:
+        # a bare `auditor` (or `auditor report`): its help, as lines, and the usage error's exit
+        print(exc.format_message(), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     except click_exc.UsageError as exc:
         where = f" ({exc.ctx.command_path} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
         _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password

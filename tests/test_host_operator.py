@@ -27,3 +27,31 @@ def test_an_address_nothing_near_is_said_so_and_a_right_one_runs(demo):
     assert r.returncode == 2 and "no stored address is near it" in r.stderr
     r = run_cli("misstest", "403", "--offline", "--participant", VICTIM, "--format", "json", db=demo)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_gateway_log_that_is_not_there_is_exit_2_before_any_work(tmp_path):
+    db = tmp_path / "a.duckdb"
+    r = run_cli("epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(tmp_path / "gateway.log"), db=db)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [f"auditor: error: --gateway-log {tmp_path / 'gateway.log'}: "
+                                             "no such file (nor a glob, nor - for stdin)"]
+    assert r.stdout == "" and not db.exists()        # nothing collected, no store made
+
+
+def test_stdin_and_a_glob_are_still_logs(tmp_path):
+    import gzip
+
+    log = gzip.decompress((FIXTURES / "demo-epoch-403" / "gateway.log.gz").read_bytes())
+    r = run_cli("collect", "--gateway-log", "-", stdin=log, db=tmp_path / "a.duckdb")
+    assert r.returncode == 0 and b"loaded log_events 35736" in r.stderr, r.stderr
+    r = run_cli("collect", "--gateway-log", str(tmp_path / "none-*.log"), db=tmp_path / "a.duckdb")
+    assert r.returncode == 3 and "no file matches" in r.stderr
+
+
+def test_a_bare_auditor_prints_its_help_as_lines():
+    r = run_cli()
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert lines[0] == "Usage: auditor [OPTIONS] COMMAND [ARGS]..." and "\\n" not in r.stderr
+    assert any(line.split()[:1] == ["misstest"] for line in lines) and len(lines) > 20
