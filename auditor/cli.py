@@ -257,6 +257,10 @@ def _analyse(a, call, sources, out: Output) -> None:
             # one participant's report is its full detail: nothing dropped (issues 12, 33)
             whole = getattr(call.options, "participant", None) is not None
             render.emit(result, out.fmt, out.path, render.View(wide=out.wide, whole=whole, command=command_line()))
+    if not result.complete:         # exit 3 says why: the collection's MISSING lines, and these
+        from .report.collect_report import print_incomplete
+
+        print_incomplete(result, sources.offline)
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 

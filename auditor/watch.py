@@ -83,6 +83,10 @@ def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: s
     if result.unavailable:
         raise SourceError(result.unavailable)
     render.emit(result, out.fmt, out.path, render.View(wide=out.wide, command=command))
+    if not result.complete:         # exit 3 says why
+        from .report.collect_report import print_incomplete
+
+        print_incomplete(result, sources.offline)
     return code or result.exit_code(out.fail_on)
 
 

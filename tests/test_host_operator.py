@@ -55,3 +55,27 @@ def test_a_bare_auditor_prints_its_help_as_lines():
     lines = r.stderr.splitlines()
     assert lines[0] == "Usage: auditor [OPTIONS] COMMAND [ARGS]..." and "\\n" not in r.stderr
     assert any(line.split()[:1] == ["misstest"] for line in lines) and len(lines) > 20
+
+
+def test_exit_3_says_why_in_words(demo):
+    r = run_cli("targets", "--epochs", "400..403", "--offline", "--format", "json", db=demo)
+    assert r.returncode == 3
+    lines = [line for line in r.stderr.splitlines() if "incomplete" in line]
+    assert lines == ["auditor: incomplete: Preserved-weight targets from PoC demand: epochs not in the store: "
+                     "400..402 (their demand is not counted) (collect it with --node URL, without --offline)"]
+
+
+def test_every_incomplete_result_gives_a_line_for_each_missing_item():
+    from auditor.report.collect_report import incomplete_lines
+    from auditor.result import Result
+
+    logs = Result("a", "A", {}, coverage={"missing": ["cpoc:0: logs cover only 00:00 … 02:00"]}, complete=False)
+    fine = Result("b", "B", {}, coverage={"missing": ["not needed"]})
+    silent = Result("c", "C", {}, complete=False)
+    report = Result("epoch", "Epoch 433", {}, parts=[logs, fine, silent], complete=False)
+    assert incomplete_lines(report) == [
+        "auditor: incomplete: A: cpoc:0: logs cover only 00:00 … 02:00 (collect it with --gateway-log PATH)"]
+    assert incomplete_lines(silent)[0].startswith("auditor: incomplete: C: some data it needs is not stored")
+    said = Result("d", "D", {}, coverage={"missing": ["no metrics scraped (collect with --metrics URL)"]},
+                  complete=False)
+    assert incomplete_lines(said) == ["auditor: incomplete: D: no metrics scraped (collect with --metrics URL)"]
