@@ -242,6 +242,9 @@ def _analyse(a, call, sources, out: Output) -> None:
                          f"(--node, --gateway-log, ...) without --offline")
     with Store(db, progress=_progress()) as store:
         code = 0
+        if call.pick is not None:       # its epochs depend on the sources: picked before collecting
+            offline = sources.offline or not sources.any        # then from the store, by address
+            call = call.pick(_resolved_participant(store, call) if offline else call, sources, store)
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
         call = _resolved_participant(store, call)
@@ -473,6 +476,21 @@ FLAGS: dict[str, Group] = {
     ], _remints_call),
 }
 PLAIN_FLAGS = Group("call", [EPOCH_ARG, PARTICIPANT], _plain_call)
+
+
+def _history_call(**kw):
+    from .analyses import history
+
+    return history.call(**kw)
+
+
+FLAGS["history"] = Group("call", [
+    _opt("participant", Annotated[str, typer.Argument(metavar="ADDR",
+        help="The participant: its address, or the label the tables print (p86j0skk) when one stored address fits.")],
+        inspect.Parameter.empty),
+    _opt("epochs", Annotated[Optional[str], typer.Option("--epochs", metavar="A..B",
+        help="Epochs A to B (inclusive). [default: the last 7 settled epochs]")], None),
+], _history_call)
 
 
 def _watch_call(**kw):

@@ -63,12 +63,15 @@ class Call:
     """What one analysis command asks for, once its flags are checked: the epoch (None for a
     time range), the analysis's options, the epochs to collect first (default: the epoch),
     and, for a variant of the analysis (``targets --epochs A..B``), the function to run
-    instead of its ``run`` (called ``fn(store, epoch, options)``)."""
+    instead of its ``run`` (called ``fn(store, epoch, options)``). ``pick``: for a call whose
+    epochs depend on the sources (``history``'s last 7 settled epochs), ``pick(call, sources,
+    store)`` is the call with them, made before anything is collected."""
 
     epoch: int | None
     options: Options
     collect: tuple[int, ...] | None = None
     run: Callable[..., Any] | None = None
+    pick: Callable[..., "Call"] | None = None
 
     def collect_epochs(self) -> list[int]:
         if self.collect is not None:
