@@ -414,8 +414,28 @@ def _targets_call(**kw):
 
 def _hedging_call(**kw):
     from .analyses import hedging
+    from .errors import UsageError
 
-    return hedging.call(**kw)
+    try:
+        return hedging.call(**kw)
+    except UsageError as exc:       # it names the range the stored logs cover, to pick --since/--until in
+        covers = _stored_log_covers()
+        raise UsageError(f"{exc} ({covers})" if covers else str(exc)) from None
+
+
+def _stored_log_covers() -> str | None:
+    """What the store's gateway logs cover (``gatewaylog.log_covers``), when there is a store."""
+    from .sources.gatewaylog import log_covers
+    from .store import Store
+
+    db = _db()
+    if str(db) == ":memory:" or not Path(db).exists():
+        return None
+    try:
+        with Store(db, read_only=True) as store:
+            return log_covers(store)
+    except Exception:  # noqa: BLE001 - a locked or older store: the usage error without it
+        return None
 
 
 def _remints_call(epoch, threshold, rotation_target, peak_window):

@@ -79,3 +79,13 @@ def test_every_incomplete_result_gives_a_line_for_each_missing_item():
     said = Result("d", "D", {}, coverage={"missing": ["no metrics scraped (collect with --metrics URL)"]},
                   complete=False)
     assert incomplete_lines(said) == ["auditor: incomplete: D: no metrics scraped (collect with --metrics URL)"]
+
+
+def test_collect_says_the_time_range_the_log_covers_and_hedging_names_it(tmp_path):
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db)
+    covers = "the stored gateway logs cover 2026-09-22T23:30:04.000000Z to 2026-09-23T01:02:28.000000Z"
+    assert r.returncode == 0 and f"gateway_log: note: {covers}" in r.stderr, r.stderr
+    r = run_cli("hedging", "--offline", db=db)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"auditor: error: hedging: give an epoch N or --since/--until ({covers})"
