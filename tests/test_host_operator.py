@@ -89,3 +89,18 @@ def test_collect_says_the_time_range_the_log_covers_and_hedging_names_it(tmp_pat
     r = run_cli("hedging", "--offline", db=db)
     assert r.returncode == 2
     assert r.stderr.strip() == f"auditor: error: hedging: give an epoch N or --since/--until ({covers})"
+
+
+def test_progress_is_in_the_users_words(tmp_path):
+    """Off a terminal: timestamped lines, in words (what was read, how much), no table names."""
+    import re
+
+    r = run_cli("epoch", "403", *DEMO, "--format", "json", db=tmp_path / "a.duckdb")
+    assert r.returncode == 0, r.stderr
+    steps = [line.split(" auditor: ", 1)[1] for line in r.stderr.splitlines()
+             if re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ auditor: ", line)]
+    assert "chain epoch 403: 27 participants, 3 models, 1 cPoC" in steps
+    assert "reading gateway.log.gz: 35,736 lines" in steps
+    assert "working out the logs' lines per host (kept until more log is collected): done" in steps
+    names = re.compile(r"\b(log_\w+|chain_\w+|hedge_\w+|derived_\w+|acct_\w+|devshard_escrow|line tables)\b")
+    assert not [s for s in steps if names.search(s)], steps

@@ -267,9 +267,11 @@ class _Ingest:
                 progress_pos: Callable[[], int] | None = None) -> int:
         """Read, parse and store ``rec``'s lines from its position on (gatewaylog_read.stream);
         ``head``, ``size`` and ``mtime`` are the file's, kept in its record."""
-        return stream(rec, readinto, self.rows.writer(rec, head, size, mtime), self.progress,
+        left = stream(rec, readinto, self.rows.writer(rec, head, size, mtime), self.progress,
                       block_size=self.block_size, vectorised=self.vectorised, final=final, total=total,
                       label=label, progress_pos=progress_pos)
+        self.progress.log(f"reading {os.path.basename(label) or label}: {rec.lines:,} lines")
+        return left
 
 
 __all__ = ["ingest", "resolve_paths", "BLOCK_SIZE"]
