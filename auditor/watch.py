@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,40 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
             else:
                 render.emit(result, out.fmt, None, view)
 
+        if out.fmt == "table" and sys.stdout.isatty():
+            with _in_place(view) as show:       # a terminal: one table, redrawn
+                watch.loop(reader.read, _options(c), c.interval, keep=keep, emit_first=first, clock=clock,
+                           sleep=sleep, readings=readings, fmt=out.fmt, show=show)
+            return 0
         watch.loop(reader.read, _options(c), c.interval, keep=keep, emit_first=first, clock=clock, sleep=sleep,
                    readings=readings, fmt=out.fmt)
     return 0
+
+
+@contextmanager
+def _in_place(view) -> Iterator[Callable[[Any, float], None]]:
+    """The watch on a terminal: the last reading's report (participants by their labels, not
+    full addresses) redrawn in place, with a countdown to the next reading."""
+    import dataclasses
+    import io
+
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.text import Text
+
+    from .report.table import print_table
+
+    console = Console(highlight=False)
+    shown: list[Any] = [Text("first reading ...")]
+    view = dataclasses.replace(view, wide=False, whole=False)
+
+    def show(result: Any, left: float) -> None:
+        if result is not None:
+            drawn = io.StringIO()
+            print_table(result, console=Console(file=drawn, width=console.width, highlight=False,
+                                                color_system=console.color_system, force_terminal=True), view=view)
+            shown[:] = [Text.from_ansi(drawn.getvalue().rstrip("\n"))]
+        live.update(Group(*shown, Text(f"next reading in {max(0, round(left))} s (Ctrl-C to stop)", style="dim")))
+
+    with Live(shown[0], console=console, auto_refresh=False, transient=False) as live:
+        yield lambda result, left: (show(result, left), live.refresh())
