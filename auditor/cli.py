@@ -279,7 +279,7 @@ def _resolved_participant(store, call):
     text = getattr(call.options, "participant", None)
     label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
     if label is None or (text.startswith("gonka1") and not label.group(1)):
-        if text is not None:
+        if text is not None and text.startswith("gonka1"):
             _known_participant(store, text, call.epoch)
         return call         # a full address (or no label at all) as given
     head = "gonka1" if label.group(1) else ""

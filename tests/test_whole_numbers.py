@@ -56,8 +56,8 @@ def tables(draw):
     return Table("T", columns, rows), dict(zip(columns, kinds))
 
 
-def _shown(v) -> str:
-    return short_addresses(cell(v))
+def _shown(v, column) -> str:
+    return short_addresses(cell(v, column))
 
 
 def _notes(text: str) -> tuple[dict[str, str], set[str]]:
@@ -84,7 +84,7 @@ def test_every_shown_number_or_id_cell_is_the_whole_value(drawn, width, colour, 
     print_table(Result("k", "k", {}, tables=[table]), view=view, console=console)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
     full = mode == "wide" or (mode == "whole" and "┏" not in text)     # addresses whole, else their label
-    whole = {c: [cell(r[c]) if full else _shown(r[c]) for r in table.rows] for c in table.columns}
+    whole = {c: [cell(r[c], c) if full else _shown(r[c], c) for r in table.rows] for c in table.columns}
     if "┏" not in text:
         # key: value lines, a block a row: each column once a row, its value whole
         values = [m.groups() for m in re.finditer(r"^  (c\d+): (.*)$", text, re.M)]
@@ -141,7 +141,7 @@ def test_a_participants_misstest_shows_its_numbers_whole(demo, columns):
     text = on_a_terminal(["--db", str(demo), "misstest", "403", "--offline", "--participant", victim[-8:]], columns)
     (row,) = _pairs(text, "Miss test")
     assert row["participant"] == victim
-    assert (row["total"], row["missed"], row["critical_misses"]) == ("1765", "345", "176")
+    assert (row["total"], row["missed"], row["critical_misses"]) == ("1,765", "345", "176")
     assert row["verdict"] == "zeroed_by_miss_test"
 
 
@@ -150,7 +150,7 @@ def test_a_participants_poc_overload_shows_its_numbers_whole(demo, columns):
     victim = STORY["victim"]
     text = on_a_terminal(["--db", str(demo), "poc-overload", "403", "--offline", "--participant", victim], columns)
     (row,) = _pairs(text, "Preserved hosts per CPoC window")
-    assert (row["requests"], row["misses"], row["peak_inflight"], row["weight"]) == ("1015", "324", "20", "8233")
+    assert (row["requests"], row["misses"], row["peak_inflight"], row["weight"]) == ("1,015", "324", "20", "8,233")
     section = text.split("\nPer escrow in the window\n", 1)[1]
     if section.startswith("┏"):     # two rows that fit: a table, each cell whole
         rows = [{x.strip() for x in line.split("│")} for line in section.split("└")[0].splitlines() if "│" in line]
@@ -180,3 +180,21 @@ def test_the_readme_host_operator_example_shows_escrow_misses_and_ghosts_whole(p
     (escrow,) = _pairs(text, "Per escrow, accounting API (dispatch phase confirmation_poc)")
     assert escrow["escrow"] == str(POC_STORY["escrow_single_preserved"]) == "134985"
     assert escrow["misses"] == "975" and escrow["other_slots_ghosts"].endswith(" 19856")
+
+
+# -- quantities with thousands separators, identifiers never (issue 33) ------------------------------
+def test_quantities_have_separators_and_identifiers_none(demo):
+    from auditor.report.render import identifier
+
+    assert [identifier(c) for c in ("escrow", "epoch", "first_warned_height", "primary_nonce", "slot", "request",
+                                    "requests", "preserved_slots", "rewarded_coins", "weight")] == \
+        [True, True, True, True, True, True, False, False, False, False]
+    args = ["poc-overload", "403", "--offline", "--participant", STORY["victim"]]
+    md = run_cli(*args, "--format", "md", db=demo).stdout
+    assert "| 97342 |" in md and "| 1,015 |" in md and "| 8,233 |" in md
+    html = run_cli(*args, "--format", "html", db=demo).stdout
+    assert ">97342</td>" in html and ">1,015</td>" in html and 'data-sort="1015"' in html
+    raw = run_cli(*args, "--format", "json", db=demo).stdout
+    assert '"requests": 1015' in raw and "1,015" not in raw
+    csv = run_cli(*args, "--format", "csv", db=demo).stdout
+    assert "1015" in csv and "1,015" not in csv

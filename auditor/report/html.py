@@ -91,7 +91,7 @@ def _table(t: Table, section_title: str = "") -> str:
                 v = r.get(c)
                 if c in nums:
                     key = "" if v is None else str(v)
-                    cells.append(f'<td class="num" data-sort="{escape(key)}">{escape(cell(v))}</td>')
+                    cells.append(f'<td class="num" data-sort="{escape(key)}">{escape(cell(v, c))}</td>')
                 else:
                     unknown = ' data-sort=""' if v is None else ""       # sorts last
                     prose = ' class="prose"' if isinstance(v, str) and len(v) > 40 else ""

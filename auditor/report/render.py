@@ -87,8 +87,23 @@ def json_pieces(v: Any, level: int = 0) -> Iterator[str]:
         yield from json_pieces(json_default(v), level)
 
 
-def cell(v: Any) -> str:
-    """One value as text: NULL shows as an em dash (unknown), never as 0."""
+# the words of a column that holds identifiers, never quantities: their numbers are written
+# without thousands separators (an escrow 134985, a height 6213928), every other whole number
+# with them (a reward 16,000,000,000,000) in the table, md and html views; json and csv raw
+IDENTIFIERS = frozenset({"escrow", "epoch", "height", "nonce", "slot", "request", "id", "index", "port", "seed"})
+
+
+def identifier(column: str | None) -> bool:
+    """Whether ``column`` (by its words) holds identifiers: ``escrow``, ``primary_nonce``, ``start_height``."""
+    return column is not None and bool(IDENTIFIERS & set(str(column).lower().replace(" ", "_").split("_")))
+
+
+def cell(v: Any, column: str | None = None) -> str:
+    """One value as text: NULL shows as an em dash (unknown), never as 0. A whole number of a
+    ``column`` that is no identifier is written with thousands separators."""
+    if column is not None and not identifier(column) and not isinstance(v, bool) and (
+            isinstance(v, int) or isinstance(v, Decimal) and v == v and v == v.to_integral_value()):
+        return f"{int(v):,}"
     if v is None:
         return "—"
     if isinstance(v, bool):

@@ -157,7 +157,7 @@ def _pairs(console: Any, t: Table, row: dict[str, Any], fit: Any) -> None:
 
     style = FAILING_STYLE if t.failed(row) else ""
     for c in t.columns:
-        text = fit(cell(row.get(c)))
+        text = fit(cell(row.get(c), c))
         head = f"  {plain(c)}: "
         lines = textwrap.wrap(text, max(20, console.width - len(head)), break_long_words=False,
                               break_on_hyphens=False) or [text]
@@ -177,7 +177,7 @@ def _table(console: Any, t: Table, fit: Any, view: View, full: Any) -> None:
     if len(t.rows) == 1 and not view.wide:
         # one row (a participant's report): its columns as lines, every one kept and whole
         return _pairs(console, t, t.rows[0], full if view.whole else fit)
-    texts = {c: [fit(cell(r.get(c))) for r in t.rows] for c in t.columns}
+    texts = {c: [fit(cell(r.get(c), c)) for r in t.rows] for c in t.columns}
     prose = {c: _prose(texts[c]) for c in t.columns}
     need = {c: _need(c, texts[c], prose[c]) for c in t.columns}
     columns = t.columns if view.wide else _fitting(t, texts, need, console.width)
