@@ -104,3 +104,21 @@ def test_progress_is_in_the_users_words(tmp_path):
     assert "working out the logs' lines per host (kept until more log is collected): done" in steps
     names = re.compile(r"\b(log_\w+|chain_\w+|hedge_\w+|derived_\w+|acct_\w+|devshard_escrow|line tables)\b")
     assert not [s for s in steps if names.search(s)], steps
+
+
+def test_the_html_opens_with_a_summary_and_wraps_prose_at_30_characters_or_more(demo):
+    import json
+    import re
+
+    html = run_cli("epoch", "403", "--offline", "--format", "html", db=demo).stdout
+    findings = json.loads(run_cli("epoch", "403", "--offline", "--format", "json", db=demo).stdout)["findings"]
+    nav = html.split('<nav class="summary">', 1)[1].split("</nav>", 1)[0]
+    assert html.index('<nav class="summary">') < html.index('<h2 id="findings">')        # at the top
+    for sev in ("error", "warn", "info"):
+        assert f">{sum(f['severity'] == sev for f in findings)} {sev}<" in nav
+    links = re.findall(r'href="#([^"]+)"', nav)
+    assert links[0] == "findings" and len(links) > 5 and all(f'id="{x}"' in html for x in links)
+    assert "td.prose{min-width:30ch" in html
+    reasons = html.split("<h2>Miss test</h2>", 1)[1].split("</table>", 1)[0]
+    assert reasons.count('<td class="prose">') == 27          # every cell of the reason column, short or long
+    assert '<div class="scroll wide">' in html                # a table of many columns may use the window
