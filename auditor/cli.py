@@ -132,6 +132,11 @@ def _sources(node, accounting, gateway_log, metrics, replay, record, rate, timeo
     if replay:      # the recording answers for every URL source not typed with it (not the environment's)
         node, accounting, metrics = ([] if not _typed(name) else value for name, value in
                                      (("node", node), ("accounting", accounting), ("metrics", metrics)))
+    if gateway_log and not offline:
+        from .sources.gatewaylog_files import absent
+
+        if missing := absent(gateway_log):
+            raise UsageError(f"--gateway-log {missing[0]}: no such file (nor a glob, nor - for stdin)")
     return Sources(nodes=list(node or []), accounting=list(accounting or []),
                    gateway_logs=[str(p) for p in gateway_log or []], metrics=list(metrics or []),
                    rate=rate, record=record, replay=list(replay or []), timeout=timeout,
@@ -256,6 +261,9 @@ def _analyse(a, call, sources, out: Output) -> None:
                          f"(--node, --gateway-log, ...) without --offline")
     with Store(db, progress=_progress()) as store:
         code = 0
+        if call.pick is not None:       # its epochs depend on the sources: picked before collecting
+            offline = sources.offline or not sources.any        # then from the store, by address
+            call = call.pick(_resolved_participant(store, call) if offline else call, sources, store)
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
         call = _resolved_participant(store, call)
@@ -268,9 +276,13 @@ def _analyse(a, call, sources, out: Output) -> None:
                 result = a.run(store, call.epoch, call.options)     # it makes its one run
             if result.unavailable and not result.parts:
                 raise SourceError(result.unavailable)
-            # one participant's report is its full detail: nothing shortened or dropped (issue 12)
-            wide = out.wide or getattr(call.options, "participant", None) is not None
-            render.emit(result, out.fmt, out.path, render.View(wide=wide, command=command_line()))
+            # one participant's report is its full detail: nothing dropped (issues 12, 33)
+            whole = getattr(call.options, "participant", None) is not None
+            render.emit(result, out.fmt, out.path, render.View(wide=out.wide, whole=whole, command=command_line()))
+    if not result.complete:         # exit 3 says why: the collection's MISSING lines, and these
+        from .report.collect_report import print_incomplete
+
+        print_incomplete(result, sources.offline)
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 
@@ -286,7 +298,9 @@ def _resolved_participant(store, call):
     text = getattr(call.options, "participant", None)
     label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
     if label is None or (text.startswith("gonka1") and not label.group(1)):
-        return call         # a full address (or no label at all) as given: the analysis says if it has none
+        if text is not None and text.startswith("gonka1"):
+            _known_participant(store, text, call.epoch)
+        return call         # a full address (or no label at all) as given
     head = "gonka1" if label.group(1) else ""
     found = [r["participant"] for r in store.query("participants_matching", head=head, tail=label.group(2))]
     if len(found) != 1:
@@ -294,6 +308,27 @@ def _resolved_participant(store, call):
             "matches no participant the store holds"
         raise UsageError(f"--participant {text} {which}: give the full gonka1... address")
     return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=found[0]))
+
+
+def _known_participant(store, address: str, epoch: int | None) -> None:
+    """A full address given to --participant that no stored source knows for ``epoch`` (its
+    chain data, a gateway's accounting of it, or the logs, which carry no epoch) is a usage
+    error naming the closest address stored: a typo would otherwise report "Findings: none".
+    An epoch the store holds nothing of is left to the analysis to say."""
+    import difflib
+
+    from .errors import UsageError
+
+    found = store.query("participant_in_epoch", epoch=epoch, participant=address)[0]
+    if found["of_epoch"] or not found["epoch_stored"]:
+        return
+    stored = store.query("participants_stored")
+    if any(r["participant"] == address and r["from_logs"] for r in stored):
+        return
+    near = difflib.get_close_matches(address, [r["participant"] for r in stored], n=1, cutoff=0.8)
+    where = f"epoch {epoch}" if epoch is not None else "any stored epoch"
+    raise UsageError(f"--participant {address} is no participant of {where}"
+                     + (f"; the closest stored address is {near[0]}" if near else "; no stored address is near it"))
 
 
 # -- commands -----------------------------------------------------------------
@@ -385,17 +420,42 @@ def _call_group(cls) -> Group:
     params = []
     if cls.EPOCH is not None:
         arg = cls.EPOCH
-        params.append(_opt("epoch", Annotated[Optional[int] if arg.optional else int, typer.Argument(
-            metavar=f"[{arg.metavar}]" if arg.optional else arg.metavar, min=0, help=arg.help)],
+        bound = {"min": 0} if arg.kind is int else {}
+        params.append(_opt(arg.name, Annotated[Optional[arg.kind] if arg.optional else arg.kind, typer.Argument(
+            metavar=f"[{arg.metavar}]" if arg.optional else arg.metavar, help=arg.help, **bound)],
             None if arg.optional else inspect.Parameter.empty))
     hints = typing.get_type_hints(cls)
     params += [_flag(f, hints[f.name]) for f in cls.flags()]
 
     def build(epoch=None, **values):
-        return cls.call(epoch, **{k: tuple(v) if isinstance(v, list) else v.value if isinstance(v, Enum) else v
-                                  for k, v in values.items()})
+        from .errors import UsageError
+
+        values = {k: tuple(v) if isinstance(v, list) else v.value if isinstance(v, Enum) else v
+                  for k, v in values.items()}
+        try:
+            return cls.call(epoch, **values)
+        except UsageError as exc:       # a time range's: it names what the stored logs cover, to pick one in
+            covers = _stored_log_covers() if cls.RANGE else None
+            if covers is None:
+                raise
+            raise UsageError(f"{exc} ({covers})") from None
 
     return Group("call", params, build)
+
+
+def _stored_log_covers() -> str | None:
+    """What the store's gateway logs cover (``gatewaylog.log_covers``), when there is a store."""
+    from .sources.gatewaylog import log_covers
+    from .store import Store
+
+    db = _db()
+    if str(db) == ":memory:" or not Path(db).exists():
+        return None
+    try:
+        with Store(db, read_only=True) as store:
+            return log_covers(store)
+    except Exception:  # noqa: BLE001 - a locked or older store: the usage error without it
+        return None
 
 
 def _flag(field, hint) -> inspect.Parameter:
@@ -737,6 +797,10 @@ def main(argv: list[str] | None = None) -> None:
         command = typer.main.get_command(app)
         _strict_types(command)
         code = command.main(args=args, prog_name="auditor", standalone_mode=False)
+    except getattr(click_exc, "NoArgsIsHelpError", ()) as exc:
+        # a bare `auditor` (or `auditor report`): its help, as lines, and the usage error's exit
+        print(exc.format_message(), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     except click_exc.UsageError as exc:
         where = f" ({exc.ctx.command_path} --help)" if exc.ctx and exc.ctx.parent else " (auditor --help)"
         _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from .errors import SourceError, UsageError
 
 if TYPE_CHECKING:                     # the CLI imports this module for its flags: keep duckdb off that path
     from .progress import Progress
@@ -88,7 +88,16 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
 
             node = stack.enter_context(client(sources, sources.nodes, "chain"))
             for epoch in epochs:
-                reports.append(chain.collect_epoch(store, node, epoch, progress, refresh=refresh))
+                try:
+                    reports.append(chain.collect_epoch(store, node, epoch, progress, refresh=refresh))
+                except SourceError as exc:
+                    if len(epochs) == 1:
+                        raise
+                    # one of several (history's last 7): the others are still collected, and
+                    # this one is said MISSING (exit 3)
+                    from .result import CollectReport
+
+                    reports.append(CollectReport(f"chain epoch {epoch}", missing=[str(exc)]))
         if sources.accounting:
             from .sources import accounting
 

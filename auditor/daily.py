@@ -70,6 +70,9 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
     if code == EXIT_FINDINGS:
         print_findings(result, fail_on)
     elif code == EXIT_SOURCE:       # the collection printed what was MISSING; the report may lack more
+        from .report.collect_report import print_incomplete
+
+        print_incomplete(result, sources.offline)
         print(f"auditor: the report of epoch {job.epoch} is incomplete (exit 3): its coverage section "
               f"says what is missing: {plain(folder)}/report.md", file=sys.stderr)
     return code

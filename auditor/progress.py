@@ -18,7 +18,8 @@ T = TypeVar("T")
 
 class Progress:
     """``log(msg)`` for a status line, ``track(items, what)`` to iterate with a bar,
-    ``task(what, total)`` for work measured in units (bytes, requests)."""
+    ``task(what, total)`` for work measured in units (bytes, requests): on a terminal its one
+    live line, off one a line as it starts and one as it ends."""
 
     def __init__(self, interactive: bool | None = None, quiet: bool = False) -> None:
         self.interactive = sys.stderr.isatty() if interactive is None else interactive
@@ -56,6 +57,8 @@ class Progress:
             return
         from rich.progress import BarColumn, Progress as RichProgress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+        # on a terminal a step is its one live line, gone when it is done: the lines that stay
+        # are what the steps found ("reading gateway.log.gz: 35,736 lines"), not "done"
         with RichProgress(TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
                           TimeElapsedColumn(), console=self._console, transient=True) as bar:
             tid = bar.add_task(plain(what), total=total)
@@ -64,4 +67,3 @@ class Progress:
                 yield lambda n=1: bar.advance(tid, n)
             finally:
                 self._bars -= 1
-        self.log(f"{what}: done")

@@ -102,6 +102,13 @@ def coverage_row(source: str, item: str, status: str, detail: str | None = None,
 _NAME_RE = re.compile(r"^[a-z0-9_/]+$")
 
 
+# the views over the logs kept as tables, as the progress names them (no table names)
+KEPT_WORDS = {"attempts": "requests and attempts", "log_attempts": "attempts", "log_requests": "requests",
+              "log_ghosts": "ghost slots", "log_host_lines": "lines per host", "log_host_labels": "host labels",
+              "log_participants": "participant addresses", "hedge_attempts": "hedged attempts",
+              "hedge_races": "hedged races", "hedge_priors": "hosts' earlier speeds"}
+
+
 class Store:
     """A DuckDB connection with the project's schema applied."""
 
@@ -253,7 +260,7 @@ class Store:
             return 0
         files = line_tables()
         rows = total - min(r for _, r in behind)
-        with self._step(f"reading {rows:,} log lines into the line tables"), self.transaction():
+        with self._step(f"indexing {rows:,} stored log lines"), self.transaction():
             for name, rows_read in behind:
                 self._count(f"lines:{name}")
                 # NOT MATERIALIZED: a definition that reads log_events twice (a UNION ALL)
@@ -355,8 +362,9 @@ class Store:
         self._count(f"derived:{view}")
         if script is not None:
             self._count(f"refreshed:{view}")
-        what = (f"bringing {view} up to date with {stamp[1] - since:,} new log lines" if script is not None
-                else f"working out {view} from the stored log")
+        noun = KEPT_WORDS.get(view, view.replace("_", " "))
+        what = (f"bringing the logs' {noun} up to date with {stamp[1] - since:,} new log lines" if script is not None
+                else f"working out the logs' {noun}")
         try:
             with self._step(f"{what} (kept until more log is collected)"), self.transaction():
                 if script is not None:

@@ -16,9 +16,10 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,10 @@ def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: s
     if result.unavailable:
         raise SourceError(result.unavailable)
     render.emit(result, out.fmt, out.path, render.View(wide=out.wide, command=command))
+    if not result.complete:         # exit 3 says why
+        from .report.collect_report import print_incomplete
+
+        print_incomplete(result, sources.offline)
     return code or result.exit_code(out.fail_on)
 
 
@@ -122,7 +127,7 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
     if sources.offline:
         raise UsageError("--offline: watch reads the running epoch live; --offline goes with --backtest N")
-    view = render.View(wide=out.wide or bool(c.participants), command=command)
+    view = render.View(wide=out.wide, whole=bool(c.participants), command=command)
     with ExitStack() as stack:
         s = stack.enter_context(resolved(sources))
         if not s.nodes:
@@ -166,6 +171,40 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
         keeper = Keeper(store_all, None if c.prom_textfile is None
                         else lambda result: watch.write_textfile(c.prom_textfile, result), clock)
+        if out.fmt == "table" and sys.stdout.isatty():
+            with _in_place(view) as show:       # a terminal: one table, redrawn
+                watch.loop(reader.read, _options(c), c.interval, keep=keeper, emit_first=first, clock=clock,
+                           sleep=sleep, readings=readings, fmt=out.fmt, show=show)
+            return 0
         watch.loop(reader.read, _options(c), c.interval, keep=keeper, emit_first=first, clock=clock, sleep=sleep,
                    readings=readings, fmt=out.fmt)
     return 0
+
+
+@contextmanager
+def _in_place(view) -> Iterator[Callable[[Any, float], None]]:
+    """The watch on a terminal: the last reading's report (participants by their labels, not
+    full addresses) redrawn in place, with a countdown to the next reading."""
+    import dataclasses
+    import io
+
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.text import Text
+
+    from .report.table import print_table
+
+    console = Console(highlight=False)
+    shown: list[Any] = [Text("first reading ...")]
+    view = dataclasses.replace(view, wide=False, whole=False)
+
+    def show(result: Any, left: float) -> None:
+        if result is not None:
+            drawn = io.StringIO()
+            print_table(result, console=Console(file=drawn, width=console.width, highlight=False,
+                                                color_system=console.color_system, force_terminal=True), view=view)
+            shown[:] = [Text.from_ansi(drawn.getvalue().rstrip("\n"))]
+        live.update(Group(*shown, Text(f"next reading in {max(0, round(left))} s (Ctrl-C to stop)", style="dim")))
+
+    with Live(shown[0], console=console, auto_refresh=False, transient=False) as live:
+        yield lambda result, left: (show(result, left), live.refresh())

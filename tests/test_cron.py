@@ -99,7 +99,10 @@ def test_a_failed_run_writes_the_textfile(demo, tmp_path):
     # offline, nothing collected prints MISSING: the run still says, in one line, why it is 3
     r = run_cli("--quiet", "report", "daily", "--out", str(out), "--epoch", "404", "--offline",
                 db=tmp_path / "b.duckdb", stdin="")
-    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "is incomplete" in r.stderr, r.stderr
+    # (and a line per missing item, issue 33: what, and what completes it)
+    assert r.returncode == 3 and "is incomplete" in r.stderr.splitlines()[-1], r.stderr
+    assert [line.split(": ")[1] for line in r.stderr.splitlines()[:-1]] == ["incomplete", "incomplete"], r.stderr
+    assert "Miss test: epoch 404 is not settled yet" in r.stderr
 
     with not_a_chain() as url:
         r = run_cli("--quiet", "report", "daily", "--out", str(out), "--node", url, "--prom-textfile", str(prom),

@@ -203,7 +203,7 @@ def test_reports_after_a_refresh_are_those_of_one_collect(tmp_path):
         f.writelines(lines[len(lines) * 2 // 3:])
     assert run_cli("collect", "--gateway-log", str(log), db=db).returncode == 0
     r = run_cli(*args, db=db)
-    assert "bringing hedge_attempts up to date with" in r.stderr
+    assert "bringing the logs' hedged attempts up to date with" in r.stderr      # in words (issue 33)
     once = run_json(*args, db=whole)
     assert json.loads(r.stdout) == once          # the run that brought them up to date
     assert run_json(*args, db=db) == once        # and the next, reading them as kept

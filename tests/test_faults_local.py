@@ -23,10 +23,10 @@ def one_line(r, code: int) -> str:
 
 # -- numbers: nan and inf are refused by every float option, at one place (cli._strict_types)
 @pytest.mark.parametrize("args", [
-    ["collect", "--gateway-log", "x.log", "--timeout", "nan"],
-    ["collect", "--gateway-log", "x.log", "--timeout", "inf"],
-    ["collect", "--gateway-log", "x.log", "--rate", "nan"],
-    ["collect", "--gateway-log", "x.log", "--rate", "inf"],
+    ["collect", "--gateway-log", "x-*.log", "--timeout", "nan"],
+    ["collect", "--gateway-log", "x-*.log", "--timeout", "inf"],
+    ["collect", "--gateway-log", "x-*.log", "--rate", "nan"],
+    ["collect", "--gateway-log", "x-*.log", "--rate", "inf"],
     ["targets", "1", "--offline", "--headroom", "nan"],
     ["targets", "1", "--offline", "--headroom", "inf"],
     ["targets", "1", "--offline", "--per-10000", "nan"],
@@ -43,7 +43,7 @@ def test_nan_and_inf_on_the_command_line_are_usage_errors(args, tmp_path):
 def test_a_thread_count_that_is_not_one_or_more_is_a_usage_error(threads, tmp_path):
     """AUDITOR_THREADS sets DuckDB's threads and whether the epoch report runs two analyses at
     a time: a value that is not a whole number of threads is said, not replaced unseen."""
-    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb",
+    line = one_line(run_cli("collect", "--gateway-log", "x-*.log", db=tmp_path / "a.duckdb",
                             env={"AUDITOR_THREADS": threads}), 2)
     assert f"AUDITOR_THREADS={threads!r}" in line and "1 or more" in line, line
     assert not (tmp_path / "a.duckdb").exists()         # said before any store is made
@@ -70,7 +70,7 @@ def test_a_memory_limit_that_is_not_a_size_is_a_usage_error(limit, tmp_path):
 
 
 def test_nan_from_the_environment_is_a_usage_error(tmp_path):
-    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb",
+    line = one_line(run_cli("collect", "--gateway-log", "x-*.log", db=tmp_path / "a.duckdb",
                             env={"AUDITOR_RATE": "nan"}), 2)
     assert "--rate" in line and "AUDITOR_RATE" in line
 
@@ -90,7 +90,7 @@ def test_nan_from_the_environment_is_a_usage_error(tmp_path):
 def test_wrong_toml_types_are_one_line_and_exit_2(toml, says, tmp_path):
     cfg = tmp_path / "auditor.toml"
     cfg.write_text(toml + "\n")
-    line = one_line(run_cli("--config", str(cfg), "collect", "--gateway-log", "x.log", db=tmp_path / "a.duckdb"), 2)
+    line = one_line(run_cli("--config", str(cfg), "collect", "--gateway-log", "x-*.log", db=tmp_path / "a.duckdb"), 2)
     assert f"{cfg}: {says}" in line, line
 
 
@@ -98,7 +98,9 @@ def test_right_toml_types_still_work(tmp_path):
     cfg = tmp_path / "auditor.toml"
     cfg.write_text('rate = 5\ntimeout = 2.5\n[collect]\nepoch = [3]\ngateway_log = ["none.log"]\n')
     r = run_cli("--config", str(cfg), "collect", db=tmp_path / "a.duckdb")
-    assert r.returncode == 3 and "none.log: no such file" in r.stderr, r.stderr
+    # a log path that names nothing is a usage error before any work (issue 33)
+    assert r.returncode == 2 and "none.log: no such file" in r.stderr, r.stderr
+    assert not (tmp_path / "a.duckdb").exists()
 
 
 # -- a store made by a newer auditor ----------------------------------------------------------
@@ -268,7 +270,7 @@ def test_daily_on_a_full_disk_writes_all_its_files_or_none(demo, small_disk):
 def test_a_new_store_on_a_full_disk_is_one_line(small_disk):
     disk = small_disk(64)
     db = disk / "a.duckdb"
-    line = one_line(run_cli("collect", "--gateway-log", "none.log", db=db), 3)
+    line = one_line(run_cli("collect", "--gateway-log", "none-*.log", db=db), 3)
     assert f"cannot write the database {db}" in line and "No space left on device" in line, line
 
 
@@ -503,8 +505,11 @@ def test_a_log_whose_name_is_not_utf8_is_stored(tmp_path):
     db = tmp_path / "a.duckdb"
     logs = [os.fsdecode(d + n) for n in (b"/gw-\xff.log", b"/gw-\xfe.log.gz", b"/no-\xfd.log")]
     r = run_cli("collect", *[x for p in logs for x in ("--gateway-log", p)], db=db)
-    assert r.returncode == 3 and "loaded log_events 2" in r.stderr, r.stderr
-    assert "MISSING " + str(tmp_path) + "/no-\\xfd.log: no such file" in r.stderr, r.stderr
+    # a path not there is a usage error before any work (issue 33), its name shown escaped
+    assert r.returncode == 2 and f"--gateway-log {tmp_path}/no-\\xfd.log: no such file" in r.stderr, r.stderr
+    assert not db.exists()
+    r = run_cli("collect", *[x for p in logs[:2] for x in ("--gateway-log", p)], db=db)
+    assert r.returncode == 0 and "loaded log_events 2" in r.stderr, r.stderr
     assert sorted(q(db, "SELECT path, lines FROM log_files")) == [
         (f"{tmp_path}/gw-\\xfe.log.gz", 1), (f"{tmp_path}/gw-\\xff.log", 1)]
     r = run_cli("collect", "--gateway-log", os.fsdecode(d + b"/gw-*"), db=db)
@@ -542,7 +547,7 @@ def test_a_db_whose_name_is_not_utf8_is_one_line(tmp_path):
     import os
 
     db = os.fsdecode(os.fsencode(tmp_path) + b"/a-\xff.duckdb")
-    line = one_line(run_cli("--db", db, "collect", "--gateway-log", "none.log"), 2)
+    line = one_line(run_cli("--db", db, "collect", "--gateway-log", "none-*.log"), 2)
     assert f"--db {tmp_path}/a-\\xff.duckdb: the path is not UTF-8" in line, line
 
 
@@ -593,7 +598,7 @@ def test_a_log_into_a_store_on_a_full_disk_is_one_line(small_disk):
 
     disk = small_disk(2048)
     db = disk / "a.duckdb"
-    assert run_cli("collect", "--gateway-log", "none.log", db=db).returncode == 3     # the schema only
+    assert run_cli("collect", "--gateway-log", "none-*.log", db=db).returncode == 3     # the schema only
     log = FIXTURES / "demo-epoch-403" / "gateway.log.gz"
     line = one_line(run_cli("--quiet", "collect", "--gateway-log", str(log), db=db), 3)
     assert f"{log}: could not store what was read (cannot write the database {db}" in line, line

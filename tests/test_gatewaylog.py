@@ -305,10 +305,12 @@ def test_malformed_lines_are_counted_not_fatal(tmp_path):
 def test_missing_file_exit_3_and_others_loaded(tmp_path):
     db = tmp_path / "a.duckdb"
     (tmp_path / "empty.log").write_bytes(b"")
-    r = collect(db, tmp_path / "nope.log", LOGS / "section12-7.log", tmp_path / "none-*.log", tmp_path,
-                tmp_path / "empty.log")
+    r = collect(db, tmp_path / "nope.log", LOGS / "section12-7.log", tmp_path / "empty.log")
+    # a path that names nothing (no glob): a usage error before anything is read (issue 33)
+    assert r.returncode == 2 and "nope.log: no such file" in r.stderr and not db.exists(), r.stderr
+    r = collect(db, LOGS / "section12-7.log", tmp_path / "none-*.log", tmp_path, tmp_path / "empty.log")
     assert r.returncode == 3
-    assert "MISSING" in r.stderr and "nope.log: no such file" in r.stderr and "no file matches" in r.stderr
+    assert "MISSING" in r.stderr and "no file matches" in r.stderr
     assert "is a directory" in r.stderr
     assert "Traceback" not in r.stderr
     assert q(db, "SELECT count(*) FROM log_events")[0][0] == 6

@@ -58,7 +58,7 @@ def test_poc_overload_at_100_columns_keeps_verdict_misses_and_counterfactual(dem
         assert w in words, words
     victim_row = next(line for line in text.splitlines() if f"gonka1…{VICTIM[-8:]}" in line and "│" in line
                       and "zeroed_by_miss_test" in line)
-    assert "1015" in victim_row and "324" in victim_row
+    assert "1,015" in victim_row and "324" in victim_row        # a quantity: thousands separated (issue 33)
     assert "cf_* = counterfactual" in text                      # the legend under the table
 
 

@@ -283,12 +283,15 @@ def test_collect_lines_show_a_path_with_escapes_escaped(tmp_path):
     (tmp_path / "gw[").mkdir()
     log = tmp_path / "gw[" / "]\x1b[2J.log"                   # .../gw[/]ESC[2J.log
     log.write_bytes((H / "small.log").read_bytes())
-    r = run_cli("collect", "--gateway-log", str(log), "--gateway-log", str(tmp_path / "gone\x1b]0;T\x07.log"),
+    r = run_cli("collect", "--gateway-log", str(log), "--gateway-log", str(tmp_path / "gone\x1b]0;T\x07-*.log"),
                 db=tmp_path / "a.duckdb")
-    assert r.returncode == 3, r.stderr                       # the second file is missing
+    assert r.returncode == 3, r.stderr                       # the second matches nothing
     assert "\x1b" not in r.stderr and "\x07" not in r.stderr
     assert "reading " + str(tmp_path / "gw[/]\\x1b[2J.log") in r.stderr           # the progress line
-    assert "MISSING " + str(tmp_path / "gone\\x1b]0;T\\x07.log") in r.stderr      # the collect summary
+    assert "MISSING " + str(tmp_path / "gone\\x1b]0;T\\x07-*.log") in r.stderr    # the collect summary
+    # a path that names nothing is a usage error before any work (issue 33), escaped the same
+    r = run_cli("collect", "--gateway-log", str(tmp_path / "gone\x1b]0;T\x07.log"), db=tmp_path / "b.duckdb")
+    assert r.returncode == 2 and "\x1b" not in r.stderr and "gone\\x1b]0;T\\x07.log" in r.stderr, r.stderr
 
 
 def test_a_progress_bar_shows_its_description_as_text():

@@ -388,7 +388,7 @@ def test_the_example_config_is_valid(tmp_path):
 @pytest.mark.parametrize("args, code, says", [
     (["epoch", "403", "--no-such-flag"], 2, "No such option"),
     (["epoch", "403", "--node", "http://127.0.0.1:9", "--timeout", "1"], 3, "127.0.0.1:9"),
-    (["collect", "--gateway-log", "/nonexistent/app.log"], 3, "/nonexistent/app.log"),
+    (["collect", "--gateway-log", "/nonexistent/app.log"], 2, "/nonexistent/app.log"),     # before any work
 ])
 def test_bad_configuration_is_one_clear_line(tmp_path, args, code, says):
     r = run_cli(*args, db=tmp_path / "x.duckdb")

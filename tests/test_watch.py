@@ -551,3 +551,53 @@ def test_the_loop_outlives_a_busy_store_and_an_unusable_textfile_folder(tmp_path
     assert prom.stat().st_mtime > before
     taken = [t.timestamp() for (t,) in q(db, "SELECT DISTINCT taken_at FROM watch_readings ORDER BY 1")]
     assert any(held_at <= t <= held_at + 3 for t in taken), (held_at, taken)    # taken while held, stored after
+
+
+# -- issue 33: a terminal redraws one table; a log says only what changed a verdict or a finding ----
+def test_on_a_terminal_the_watch_redraws_one_table_with_a_countdown(db):
+    import fcntl
+    import pty
+    import re
+    import select
+    import struct
+    import termios
+
+    with ReplayServer(W / "loop") as server:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 130, 0, 0))
+        p = subprocess.Popen([sys.executable, "-m", "auditor", "--db", str(db), "watch", "--interval", "2s",
+                              *sources(server.url)], stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             cwd=ROOT, env={"NO_COLOR": "1", "TERM": "xterm", "PATH": "/usr/bin:/bin"},
+                             preexec_fn=ctrl_c_able)
+        os.close(slave)
+        out, end = b"", time.monotonic() + 60
+        while time.monotonic() < end and out.count(b"next reading in") < 8:
+            if select.select([master], [], [], 0.2)[0]:
+                out += os.read(master, 1 << 16)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+        os.close(master)
+    text = out.decode()
+    assert p.returncode == 130
+    assert "\x1b[1A" in text and "\x1b[2K" in text                 # drawn again in place, not appended
+    screens = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text)
+    assert re.search(r"next reading in [0-2] s \(Ctrl-C to stop\)", screens)
+    assert " epoch 500 height " not in screens                      # no change lines: the table is the news
+
+
+def test_in_a_log_a_margin_that_moves_alone_is_no_line():
+    from datetime import datetime, timezone
+
+    from auditor.analyses.watch import changes, state_of
+    from auditor.result import Result
+
+    def reading(margin: int, verdict: str = "pass") -> Result:
+        return Result("watch", "w", {"taken_at": datetime(2026, 1, 1, tzinfo=timezone.utc), "epoch": 500,
+                                     "height": 10, "progress": 0.5,
+                                     "participants": [{"participant": "gonka1x", "projected_verdict": verdict,
+                                                       "verdict_now": "pass", "margin": margin}]})
+
+    before = state_of(reading(50))
+    assert changes(before, reading(49)) == []                          # the margin alone moved
+    (line,) = changes(before, reading(-1, "fail"))
+    assert line.endswith("gonka1x projected pass -> fail (margin -1)")

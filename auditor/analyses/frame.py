@@ -45,11 +45,15 @@ def option(default: Any, flag: str, help: str, **form: Any) -> Any:
 
 @dataclass(frozen=True)
 class Arg:
-    """The epoch argument of a command: its metavar, help, and whether it may be left out."""
+    """The argument of a command: its metavar, help, and whether it may be left out; by
+    default the epoch N, else a field of the Options class (``name``, of type ``kind``:
+    ``history``'s ADDR)."""
 
     metavar: str = "N"
     help: str = "Epoch index."
     optional: bool = False
+    name: str = "epoch"
+    kind: type = int
 
 
 PARTICIPANT_HELP = ("Only this participant (network-wide figures still come from all): its address, or the label "
@@ -137,12 +141,15 @@ class Call:
     """What one analysis command asks for, once its flags are checked: the epoch (None for a
     time range), the analysis's options, the epochs to collect first (default: the epoch),
     and, for a variant of the analysis (``targets --epochs A..B``), the function to run
-    instead of its ``run`` (called ``fn(store, epoch, options)``)."""
+    instead of its ``run`` (called ``fn(store, epoch, options)``). ``pick``: for a call whose
+    epochs depend on the sources (``history``'s last 7 settled epochs), ``pick(call, sources,
+    store)`` is the call with them, made before anything is collected."""
 
     epoch: int | None
     options: Any        # the analysis's Options
     collect: tuple[int, ...] | None = None
     run: Callable[..., Any] | None = None
+    pick: Callable[..., "Call"] | None = None
 
     def collect_epochs(self) -> list[int]:
         if self.collect is not None:

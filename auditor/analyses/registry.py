@@ -387,10 +387,31 @@ Example:
              REQUESTS))
 LIVE: list[Analysis] = [WATCH]
 
+# `auditor history ADDR`: one participant over several settled epochs (not part of `auditor
+# epoch N`): each epoch's miss test and CPoC facts, from each epoch's whole chain data
+HISTORY = Analysis(
+    "history", "History of a participant", "auditor.analyses.history",
+    summary="one participant over several settled epochs (default: the last 7): verdict, misses against the "
+            "allowance, margin, reward, CPoC episodes preserved in, misses in cPoC windows, findings",
+    command=Command("history", """One participant over several settled epochs: each epoch's miss test (the whole epoch's, as
+the chain runs it), the margin (misses allowed minus missed), the reward, the CPoC episodes
+in which its nodes were preserved, the misses the evidence places in cPoC windows and the
+codes of its findings. Default: the last 7 settled epochs; each one the store lacks is
+collected from the chain as `collect --epoch E` does.
+
+\b
+Example:
+  auditor history gonka1... --node http://node1.gonka.ai:8000
+  auditor history p86j0skk --epochs 420..433 --offline --format md
+  auditor history gonka1... --epochs 51..56 --offline --format json"""),
+    options="HistoryOptions", sources=("chain", "accounting", "gateway_log"),
+    kept=("attempts", "log_ghosts", "log_host_lines", "log_participants"), charts=True)
+OVER_EPOCHS: list[Analysis] = [HISTORY]
+
 
 def _records() -> list[Analysis]:
-    """Every record with codes or metrics: the analyses, then the live ones."""
-    return [*ANALYSES, *LIVE]
+    """Every record: the analyses, then the ones over several epochs, then the live ones."""
+    return [*ANALYSES, *OVER_EPOCHS, *LIVE]
 
 
 def by_key(key: str) -> Analysis:
@@ -402,7 +423,7 @@ def by_key(key: str) -> Analysis:
 
 def commands() -> list[Analysis]:
     """The records with a command of their own, ``epoch`` first, in report order."""
-    return [EPOCH, *(a for a in ANALYSES if a.command is not None), *LIVE]
+    return [EPOCH, *(a for a in ANALYSES if a.command is not None), *OVER_EPOCHS, *LIVE]
 
 
 def codes() -> dict[str, Code]:

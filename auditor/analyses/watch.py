@@ -345,26 +345,33 @@ def write_textfile(path: Path, result: Result) -> None:
     write_registry(path, reg)
 
 
+# what makes a change line: a verdict (projected, or today's counts'), or the finding; a margin
+# that moves alone does not (it moves with nearly every reading), it is said beside a change
+CHANGES = ("projected", "now", "finding")
+
+
 def changes(before: dict[str, dict] | None, result: Result, fmt: str = "table") -> list[str]:
-    """One line per participant whose verdicts, finding or margin changed since ``before``:
-    text, or with ``fmt`` json one JSON object (``changed``: each key's ``[before, now]``)."""
+    """One line per participant whose verdicts or finding changed since ``before`` (its margin
+    beside): text, or with ``fmt`` json one JSON object (``changed``: each key's ``[before, now]``,
+    ``margin``: now)."""
     d = result.data
     head = f"{utc_text(d['taken_at'])} epoch {d['epoch']} height {d['height']:,} ({d['progress']:.1%})"
     out = []
     for participant, now in state_of(result).items():
         old = (before or {}).get(participant)
-        if old == now:
+        changed = {k: [None if old is None else old[k], now[k]] for k in CHANGES if old is None or old[k] != now[k]}
+        if not changed:
             continue
-        changed = {k: [None if old is None else old[k], v] for k, v in now.items() if old is None or old[k] != v}
         if fmt == "json":
             from ..report.view import json_text      # the one JSON writer: never NaN
 
             out.append(json_text({"schema_version": SCHEMA_VERSION, "taken_at": utc_text(d["taken_at"]),
-                                 "epoch": d["epoch"], "height": d["height"],
-                                  "progress": d["progress"], "participant": participant, "changed": changed}))
+                                  "epoch": d["epoch"], "height": d["height"], "progress": d["progress"],
+                                  "participant": participant, "changed": changed, "margin": now["margin"]}))
         else:
             out.append(f"{head}: {participant} " + ", ".join(
-                f"{k} {v}" if old is None else f"{k} {a} -> {v}" for k, (a, v) in changed.items()))
+                f"{k} {v}" if old is None else f"{k} {a} -> {v}" for k, (a, v) in changed.items())
+                + f" (margin {now['margin']})")
     return out
 
 
@@ -386,11 +393,14 @@ def say_missing(result: Result, err: Any = None) -> None:
 
 def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, keep: Callable[[Result, Any], None],
          emit_first: Callable[[Result], None], clock: Callable[[], float], sleep: Callable[[float], None],
-         readings: int | None = None, fmt: str = "table", err: Any = None, out: Any = None) -> None:
+         readings: int | None = None, fmt: str = "table", err: Any = None, out: Any = None,
+         show: Callable[[Result | None, float], None] | None = None) -> None:
     """Read, assess, keep (store and textfile), print what changed; again every ``interval``
     seconds (counted from the start of a reading) until interrupted, or ``readings`` times,
     or until the reader of what it prints goes away (``| head``). A source that fails is one
-    line on stderr and is asked again at the next interval."""
+    line on stderr and is asked again at the next interval. With ``show`` (a terminal) each
+    reading is drawn in place instead, ``show(result, seconds to the next)``, and again each
+    second of the wait with ``show(None, seconds left)``."""
     from ..errors import SourceError
     from ..streams import reader_gone
 
@@ -407,7 +417,9 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
         else:
             result = assess(reading, options)
             keep(result, reading)
-            if before is None:
+            if show is not None:
+                show(result, max(0.0, interval - (clock() - started)))
+            elif before is None:
                 emit_first(result)
             else:
                 for line in changes(before, result, fmt):
@@ -418,7 +430,12 @@ def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, kee
             before = state_of(result)
         if readings is not None and n >= readings:
             break
-        sleep(max(0.0, interval - (clock() - started)))
+        while (left := interval - (clock() - started)) > 0:
+            if show is None:
+                sleep(left)
+                break
+            show(None, left)
+            sleep(min(1.0, left))
 
 
 # -- the backtest: an epoch's stored readings against its settled verdicts -------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ..result import CollectReport
+from ..result import CollectReport, Result
 from .text import plain
 
 
@@ -31,3 +31,44 @@ def print_collect_reports(reports: list[CollectReport], quiet: bool = False) -> 
             print(f"{source}: note: {plain(n)}", file=sys.stderr)
         for m in r.missing:
             print(f"{source}: MISSING {plain(m)}", file=sys.stderr)
+
+
+# the flag that collects what a missing item names, by the first of these words it holds
+_COMPLETED_BY = (("accounting", "--accounting URL"), ("metric", "--metrics URL"), ("scrape", "--metrics URL"),
+                 ("log", "--gateway-log PATH"), ("epoch", "--node URL"), ("block", "--node URL"),
+                 ("chain", "--node URL"), ("escrow", "--node URL"))
+
+
+def completed_by(item: str, offline: bool) -> str:
+    """What would complete the missing ``item``, in words: the source flag its words name (an
+    item that names its flag already says it), else where the report says more."""
+    if " --" in item:
+        return ""
+    low = item.lower()
+    flag = next((f for word, f in _COMPLETED_BY if word in low), None)
+    if flag is None:
+        return " (the coverage section says more: --format json, key coverage)"
+    return f" (collect it with {flag}{', without --offline' if offline else ''})"
+
+
+def incomplete_lines(result: Result, offline: bool = False) -> list[str]:
+    """Why a result makes the command exit 3, one line per missing item of each incomplete
+    part (of a composed report) or of the result itself: what is incomplete and the flag or
+    source that would complete it. Never empty for an incomplete result."""
+    lines: list[str] = []
+    for part in [*result.parts, result] if result.parts else [result]:
+        if part.complete:
+            continue
+        for item in (part.coverage or {}).get("missing") or []:
+            line = f"auditor: incomplete: {plain(part.title)}: {plain(item)}{completed_by(str(item), offline)}"
+            if line not in lines:
+                lines.append(line)
+    if not lines and not result.complete:
+        lines.append(f"auditor: incomplete: {plain(result.title)}: some data it needs is not stored "
+                     "(the coverage section says what: --format json, key coverage)")
+    return lines
+
+
+def print_incomplete(result: Result, offline: bool = False) -> None:
+    for line in incomplete_lines(result, offline):
+        print(line, file=sys.stderr)

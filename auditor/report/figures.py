@@ -9,11 +9,12 @@ from ..result import Chart, Result
 
 
 def charts(result: Result) -> list[Chart]:
-    from ..analyses.registry import ANALYSES
+    from ..analyses.registry import by_key
 
     if result.unavailable or not isinstance(result.data, (dict, list)):
         return []
-    for a in ANALYSES:
-        if a.key == result.key:
-            return a.charts_of(result)
-    return []
+    try:
+        record = by_key(result.key)
+    except KeyError:            # a result of no analysis (a query's)
+        return []
+    return record.charts_of(result)

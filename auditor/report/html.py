@@ -22,7 +22,9 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em a
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0}.scroll>table{margin:0}
 figure.chart{margin:1em 0}figure.chart figcaption{font-weight:600;font-size:13px}
 .chart-box{overflow-x:auto;max-width:100%}.chart-box svg.chart{min-width:MIN_WIDTHpx;max-width:900px}
-td,th{overflow-wrap:normal}td.prose{min-width:16em;max-width:40em;overflow-wrap:anywhere}
+td,th{overflow-wrap:normal}td.prose{min-width:30ch;max-width:60ch;overflow-wrap:break-word}
+.scroll.wide{width:calc(100vw - 2em);max-width:calc(100vw - 2em);margin-left:calc(50% - 50vw + 1em)}
+nav.summary{background:#fafafa;border:1px solid #eee;padding:.4em 1em;margin:1em 0}nav.summary ul{margin:.2em 0}
 tr.fail td{background:#fdecea}tr.fail td:first-child{box-shadow:inset 3px 0 #b00020}
 .action{display:block;color:#333;margin-left:1em}.legend-note{color:#555;font-size:12px;margin:.2em 0}
 pre{overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -83,7 +85,9 @@ def _table(t: Table, section_title: str = "") -> str:
         out.append('<p class="note">none</p>')
     else:
         nums = {c for c in t.columns if numeric(t, c)}
-        out.append('<div class="scroll"><table class="sortable"><thead><tr>'
+        prose_columns = {c for c in t.columns if _prose(c, [r.get(c) for r in t.rows])}
+        wide = " wide" if len(t.columns) > WIDE_COLUMNS else ""         # it may take the window's width
+        out.append(f'<div class="scroll{wide}"><table class="sortable"><thead><tr>'
                    + "".join(f"<th>{escape(c)}</th>" for c in t.columns) + "</tr></thead><tbody>")
         for r in t.rows:
             cells = []
@@ -91,16 +95,34 @@ def _table(t: Table, section_title: str = "") -> str:
                 v = r.get(c)
                 if c in nums:
                     key = "" if v is None else str(v)
-                    cells.append(f'<td class="num" data-sort="{escape(key)}">{escape(cell(v))}</td>')
+                    cells.append(f'<td class="num" data-sort="{escape(key)}">{escape(cell(v, c))}</td>')
                 else:
                     unknown = ' data-sort=""' if v is None else ""       # sorts last
-                    prose = ' class="prose"' if isinstance(v, str) and len(v) > 40 else ""
+                    prose = ' class="prose"' if c in prose_columns else ""
                     cells.append(f"<td{unknown}{prose}>{escape(cell(v))}</td>")
             out.append(("<tr class=\"fail\">" if t.failed(r) else "<tr>") + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
     out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
     out.append(_legend(t.legend))
     return "".join(out)
+
+
+WIDE_COLUMNS = 8                      # a table of more columns may use the window's width
+PROSE_COLUMNS = ("why", "reason", "summary", "action", "notes", "detail", "explanation")
+
+
+def _prose(column: str, values: list) -> bool:
+    """A column of sentences: it wraps, and is never narrower than 30 characters."""
+    return column in PROSE_COLUMNS or any(isinstance(v, str) and len(v) > 40 and v.count(" ") >= 3 for v in values)
+
+
+def _summary(findings: list[Finding], parts: list[Result]) -> str:
+    """At the top: the findings counted by severity, and a table of contents."""
+    counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warn", "info")}
+    said = ", ".join(f'<span class="sev-{sev}">{n} {sev}</span>' for sev, n in counts.items())
+    toc = ['<li><a href="#findings">Findings</a></li>'] + [
+        f'<li><a href="#section-{_slug(p.key)}">{escape(p.title)}</a></li>' for p in parts]
+    return f'<nav class="summary"><p>Findings: {said}</p><ul>{"".join(toc)}</ul></nav>'
 
 
 def _legend(abbreviations: list[str]) -> str:
@@ -154,8 +176,8 @@ def to_html(result: Result, view: View = View()) -> str:
     parts = result.parts or [result]
     owner = {id(f): f"section-{_slug(p.key)}" for p in parts for f in p.findings}
     findings = [(f, owner.get(id(f), f"section-{_slug(result.key)}")) for f in ranked(result.findings)]
-    body = [f"<h1>{escape(result.title)}</h1>", _header(result.header, result.legend) if result.parts else "",
-            _findings(findings)]
+    body = [f"<h1>{escape(result.title)}</h1>", _summary([f for f, _ in findings], parts),
+            _header(result.header, result.legend) if result.parts else "", _findings(findings)]
     body += [_section(p) for p in parts]
     if view.command:
         body.append(f'<p class="note">Made by <code>{escape(view.command)}</code>.</p>')

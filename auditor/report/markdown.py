@@ -40,7 +40,7 @@ def _table(out: io.StringIO, t: Table, depth: int, max_rows: int) -> None:
         out.write("| " + " | ".join(md(c) for c in t.columns) + " |\n")
         out.write("|" + "|".join("---:" if numeric(t, c) else "---" for c in t.columns) + "|\n")
         for r in rows:
-            out.write("| " + " | ".join(md(cell(r.get(c))) for c in t.columns) + " |\n")
+            out.write("| " + " | ".join(md(cell(r.get(c), c)) for c in t.columns) + " |\n")
         if len(t.rows) > len(rows):
             out.write(_cut_note(len(rows), len(t.rows), "rows"))
         if fold:

@@ -16,7 +16,8 @@ from ..errors import UsageError
 from ..result import Result, Stream, Table
 from .formats import FORMATS, Format
 from .view import (  # noqa: F401  (callers read these here too)
-    LEGEND, View, cell, findings_table, json_default, json_pieces, layout, legend, numeric, to_csv, to_json)
+    IDENTIFIERS, LEGEND, View, cell, findings_table, identifier, json_default, json_pieces, layout, legend, numeric,
+    to_csv, to_json)
 
 
 def render(result: Result, fmt: str, view: View = View()) -> str:

@@ -84,17 +84,23 @@ def _fitting(t: Table, texts: dict[str, list[str]], need: dict[str, int], width:
 PROSE_MIN = 20
 
 
-def print_table(result: Result, file: Any = None, view: View = View()) -> None:
+def print_table(result: Result, file: Any = None, view: View = View(), console: Any = None) -> None:
+    """The terminal view of ``result`` on ``file`` (stdout), or on ``console`` (a rich Console
+    of a given width and colour: the tests draw at every width)."""
     from rich.console import Console
     from rich.text import Text
 
-    file = file or sys.stdout
-    terminal = file.isatty()
-    console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else FILE_WIDTH)
+    if console is None:
+        file = file or sys.stdout
+        terminal = file.isatty()
+        console = Console(file=file, highlight=False, soft_wrap=False, width=None if terminal else FILE_WIDTH)
 
     # every text shown is a rich Text (never markup), its control characters escaped (text.py)
     def fit(s: str) -> str:
         return plain(s) if view.wide else plain(short_addresses(s), TERMINAL_LIMIT)
+
+    def full(s: str) -> str:        # a participant's report: addresses whole
+        return plain(s) if view.wide else plain(s, TERMINAL_LIMIT)
 
     for kind, depth, item in layout(result):
         if kind == "title":
@@ -119,7 +125,7 @@ def print_table(result: Result, file: Any = None, view: View = View()) -> None:
             if not item.rows:
                 console.print(Text.assemble((fit(item.title), "bold"), ": none"))
             else:
-                _table(console, item, fit, view)
+                _table(console, item, fit, view, full)
             for n in item.notes:
                 console.print(Text(fit(n)))
 
@@ -143,20 +149,75 @@ def _finding_block(console: Any, f: Finding, fit: Any) -> None:
             console.print(Text("    " + line, style="italic"))
 
 
-def _table(console: Any, t: Table, fit: Any, view: View) -> None:
+def _pairs(console: Any, t: Table, row: dict[str, Any], fit: Any) -> None:
+    """One row as ``key: value`` lines, every column, each value whole: a value longer than
+    the line wraps between its words, under itself, and a word (an id, a number, an
+    address) is never broken."""
+    from rich.text import Text
+
+    style = FAILING_STYLE if t.failed(row) else ""
+    for c in t.columns:
+        text = fit(cell(row.get(c), c))
+        head = f"  {plain(c)}: "
+        lines = textwrap.wrap(text, max(20, console.width - len(head)), break_long_words=False,
+                              break_on_hyphens=False) or [text]
+        for i, line in enumerate(lines):
+            shown = Text((head if i == 0 else " " * len(head)) + line,
+                         style=SEVERITY_STYLE.get(text, style) if c == "severity" else style)
+            console.print(shown, no_wrap=True, overflow="ignore", crop=False)
+
+
+def _table(console: Any, t: Table, fit: Any, view: View, full: Any) -> None:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    texts = {c: [fit(cell(r.get(c))) for r in t.rows] for c in t.columns}
-    prose = {c: _prose(texts[c]) for c in t.columns}
-    need = {c: _need(c, texts[c], prose[c]) for c in t.columns}
-    columns = t.columns if view.wide else _fitting(t, texts, need, console.width)
     # the title on its own line: as a rich table title it wraps to the table's width,
     # mid-word for a narrow table
     console.print(Text(fit(t.title), style="bold"))
+    if len(t.rows) == 1 and not view.wide:
+        # one row (a participant's report): its columns as lines, every one kept and whole
+        return _pairs(console, t, t.rows[0], full if view.whole else fit)
+    texts = {c: [fit(cell(r.get(c), c)) for r in t.rows] for c in t.columns}
+    prose = {c: _prose(texts[c]) for c in t.columns}
+    need = {c: _need(c, texts[c], prose[c]) for c in t.columns}
+    columns = t.columns if view.wide else _fitting(t, texts, need, console.width)
+    if view.whole and not view.wide:
+        # a participant's report keeps every column: each row as lines when they do not all fit
+        if sum(need[c] + 3 for c in t.columns) + 1 > console.width:
+            for row in t.rows:
+                _pairs(console, t, row, full)
+                console.print()
+            return
+        columns = t.columns
     # the heading wraps between its words, never inside one
     heads = {c: textwrap.fill(_label(c), need[c]) for c in columns}
     right = {c: numeric(t, c) for c in columns}
+    width = console.width
+    if view.wide:
+        # --wide: every column whole, however wide (never cut to the terminal's or a file's
+        # width: rich gives no renderable more than its console's width)
+        console.width = max(width, sum((PROSE_MIN if prose[c] else 0) + 3 + max([need[c], *map(len, texts[c])])
+                                       for c in columns) + 1)
+    try:
+        _draw(console, t, columns, heads, texts, prose, need, right)
+    finally:
+        console.width = width
+    same = [f"{plain(c)} {texts[c][0]}" for c in t.columns if c not in columns and constant(texts[c])]
+    if same:
+        console.print(Text(f"(the same in every row: {'; '.join(same)})"))
+    dropped = [plain(c) for c in t.columns if c not in columns and not constant(texts[c])]
+    if dropped:
+        console.print(Text(f"(not shown at this width: {', '.join(dropped)}; "
+                           "--wide or --format json has them)"))
+
+
+def _draw(console: Any, t: Table, columns: list[str], heads: dict[str, str], texts: dict[str, list[str]],
+          prose: dict[str, bool], need: dict[str, int], right: dict[str, bool]) -> None:
+    """The chosen columns as a table: an id or number cell is never cut nor wrapped (each such
+    column is at least as wide as its widest cell), only prose wraps."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
     drawn = None if console.color_system else _drawn(
         [heads[c].split("\n") for c in columns], [texts[c] for c in columns], [right[c] for c in columns],
         [PROSE_MIN if prose[c] else 0 for c in columns], console.width)
@@ -167,22 +228,13 @@ def _table(console: Any, t: Table, fit: Any, view: View) -> None:
         for c in columns:
             # the cells of an id or number column do not wrap at all
             rt.add_column(Text(heads[c]), justify="right" if right[c] else "left",
-                          no_wrap=not prose[c], overflow="fold", min_width=PROSE_MIN if prose[c] else None)
+                          no_wrap=not prose[c], overflow="fold", min_width=PROSE_MIN if prose[c] else need[c])
         for i, row in enumerate(t.rows):
             style = FAILING_STYLE if t.failed(row) else ""
             cells = [Text(texts[c][i], style=SEVERITY_STYLE.get(texts[c][i], style) if c == "severity" else style)
                      for c in columns]
             rt.add_row(*cells)
-        # --wide (and --participant): every column whole, however wide (never cropped at the
-        # terminal's or a file's 250 columns)
-        console.print(rt, width=max(console.width, console.measure(rt).maximum) if view.wide else None)
-    same = [f"{plain(c)} {texts[c][0]}" for c in t.columns if c not in columns and constant(texts[c])]
-    if same:
-        console.print(Text(f"(the same in every row: {'; '.join(same)})"))
-    dropped = [plain(c) for c in t.columns if c not in columns and not constant(texts[c])]
-    if dropped:
-        console.print(Text(f"(not shown at this width: {', '.join(dropped)}; "
-                           "--wide or --format json has them)"))
+        console.print(rt, crop=False)
 
 
 def _drawn(heads: list[list[str]], cells: list[list[str]], right: list[bool], min_width: list[int],

@@ -130,8 +130,23 @@ def _uncounted(v: Stream, level: int) -> Iterator[str]:
     yield "\n" + "  " * level + "]"
 
 
-def cell(v: Any) -> str:
-    """One value as text: NULL shows as an em dash (unknown), never as 0."""
+# the words of a column that holds identifiers, never quantities: their numbers are written
+# without thousands separators (an escrow 134985, a height 6213928), every other whole number
+# with them (a reward 16,000,000,000,000) in the table, md and html views; json and csv raw
+IDENTIFIERS = frozenset({"escrow", "epoch", "height", "nonce", "slot", "request", "id", "index", "port", "seed"})
+
+
+def identifier(column: str | None) -> bool:
+    """Whether ``column`` (by its words) holds identifiers: ``escrow``, ``primary_nonce``, ``start_height``."""
+    return column is not None and bool(IDENTIFIERS & set(str(column).lower().replace(" ", "_").split("_")))
+
+
+def cell(v: Any, column: str | None = None) -> str:
+    """One value as text: NULL shows as an em dash (unknown), never as 0. A whole number of a
+    ``column`` that is no identifier is written with thousands separators."""
+    if column is not None and not identifier(column) and not isinstance(v, bool) and (
+            isinstance(v, int) or isinstance(v, Decimal) and v == v and v == v.to_integral_value()):
+        return f"{int(v):,}"
     if v is None:
         return "—"
     if isinstance(v, bool):
@@ -261,9 +276,12 @@ def _csv_value(v: Any) -> Any:
 @dataclass(frozen=True)
 class View:
     """How to present a report: ``wide`` keeps every column and full addresses in the
-    terminal view; ``command`` is the command line that made it (md and html print it)."""
+    terminal view, as wide as they are; ``whole`` (a participant's report) keeps every
+    column too, a row whose columns do not fit the width as ``key: value`` lines;
+    ``command`` is the command line that made it (md and html print it)."""
 
     wide: bool = False
+    whole: bool = False
     command: str | None = None
 
 

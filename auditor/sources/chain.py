@@ -496,7 +496,7 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
         return report
     run = _Run(epoch, client, report, progress)
     sent_before = client.requests_sent
-    progress.log(f"epoch {epoch}: reading from {', '.join(client.shown)}")
+    progress.log(f"chain epoch {epoch}: reading from {', '.join(client.shown)}")
     _root_group(run)
     for item, step in _STEPS:
         try:
@@ -507,12 +507,24 @@ def collect_epoch(store: Store, client: JsonClient, epoch: int, progress: Progre
     run.rows("chain_epochs").append(_epoch_row(run))
     _write(store, run)
     report.notes.append(f"{client.requests_sent - sent_before} requests")
+    progress.log(_in_words(run))
     for table, rows in run.tables.items():
         if rows:
             report.add(table, len(rows))
     if run.block_times:
         report.add("chain_block_times", len(run.block_times))
     return report
+
+
+def _in_words(run: _Run) -> str:
+    """What was read of the epoch, as its progress says it: ``chain epoch 403: 27 participants,
+    3 models, 1 cPoC``."""
+    def n(count: int, what: str) -> str:
+        return f"{count:,} {what}{'' if count == 1 else 's'}"
+
+    participants = len({r["participant"] for r in run.rows("chain_performance")})
+    return (f"chain epoch {run.epoch}: {n(participants, 'participant')}, {n(len(run.rows('chain_epoch_models')), 'model')}, "
+            f"{n(len(run.rows('chain_cpoc_events')), 'cPoC')}")
 
 
 def _root_group(run: _Run) -> None:
@@ -581,7 +593,7 @@ def _model_groups(run: _Run) -> None:
     """4. Weights of the root group, then each per-model subgroup."""
     scales = {s.model_id: s.weight_scale_factor for s in run.root.confirmation_weight_scales}
     _weights(run, "", run.root.validation_weights, _prov(run.root_resp))
-    for model_id in run.progress.track(run.root.sub_group_models, f"epoch {run.epoch}: model groups"):
+    for model_id in run.progress.track(run.root.sub_group_models, f"chain epoch {run.epoch}: model groups"):
         got = run.fetch(f"epoch_group_data model={model_id}", f"{API}/epoch_group_data/{run.epoch}",
                         EpochGroupDataResponse, params={"model_id": model_id}, check=_group_of(run.epoch))
         if not got:
@@ -705,7 +717,7 @@ def _block_times(run: _Run) -> None:
     of order with the others is a wrong shape (missing, not stored)."""
     for name, h in run.bounds.items():
         run.rows("chain_epoch_heights").append({"epoch": run.epoch, "name": name, "height": h})
-    for h in run.progress.track(sorted(set(run.bounds.values())), f"epoch {run.epoch}: block times"):
+    for h in run.progress.track(sorted(set(run.bounds.values())), f"chain epoch {run.epoch}: block times"):
         if run.head is not None and h > run.head:
             run.coverage.append(_cov(run.epoch, f"block time {h}", "missing", "height not reached yet", None, h,
                                      utcnow()))

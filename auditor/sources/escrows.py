@@ -112,10 +112,10 @@ def collect(store: Store, client: JsonClient, progress: Progress, epochs: list[i
         report.notes.append("no escrow ids to probe (none seen in the logs or accounting, or all cached)")
         return report
     sent_before = client.requests_sent
-    progress.log(f"escrows: probing {len(todo)} devshard_escrow record(s)")
+    progress.log(f"chain escrows: checking {len(todo):,} escrow(s) the logs and the accounting name")
     rows: list[dict[str, Any]] = []
     cov: list[dict[str, Any]] = []
-    for want in progress.track(todo, "escrows: devshard_escrow/{id}"):
+    for want in progress.track(todo, "chain escrows: checking"):
         eid, hint, pin = int(want["escrow_id"]), want["hint_epoch"], want["pin_height"]
         got = _probe(client, eid, hint, None if want["tried_pinned"] else pin, report)
         if got is not None:

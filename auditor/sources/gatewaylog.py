@@ -110,12 +110,24 @@ def ingest(store: Store, paths: list[str], progress: Progress, *, block_size: in
             raise
     if not report.loaded:
         report.loaded["log_events"] = 0
+    if covers := log_covers(store):
+        report.notes.append(covers)
     if ing.rows.parsed_bytes:
         from .gatewaylog_parse import compiled_note
 
         if note := compiled_note():
             report.notes.append(note)
     return report
+
+
+def log_covers(store: Store) -> str | None:
+    """The time range the stored gateway logs cover, in words; None when no line carried a time."""
+    from ..times import utc_text
+
+    row = store.query("log_time_range")[0]
+    if row["first_ts"] is None:
+        return None
+    return f"the stored gateway logs cover {utc_text(row['first_ts'])} to {utc_text(row['last_ts'])}"
 
 
 def _keep_lines(store: Store) -> None:
@@ -255,9 +267,11 @@ class _Ingest:
                 progress_pos: Callable[[], int] | None = None) -> int:
         """Read, parse and store ``rec``'s lines from its position on (gatewaylog_read.stream);
         ``head``, ``size`` and ``mtime`` are the file's, kept in its record."""
-        return stream(rec, readinto, self.rows.writer(rec, head, size, mtime), self.progress,
+        left = stream(rec, readinto, self.rows.writer(rec, head, size, mtime), self.progress,
                       block_size=self.block_size, vectorised=self.vectorised, final=final, total=total,
                       label=label, progress_pos=progress_pos)
+        self.progress.log(f"reading {os.path.basename(label) or label}: {rec.lines:,} lines")
+        return left
 
 
 __all__ = ["ingest", "resolve_paths", "BLOCK_SIZE"]

@@ -33,6 +33,14 @@ class Target:
     fs: str = ""              # the path to open: ``path`` is its text, as stored (see _as_text)
 
 
+def absent(paths: list[str]) -> list[str]:
+    """The paths (as given) that name nothing: neither ``-``, nor a glob, nor an existing
+    path (``<(zcat ...)``'s /dev/fd/N exists). A usage error before any work (issue 33):
+    otherwise the whole report ran, and said at its end that the log was missing."""
+    return [_as_text(str(g)) for g in paths
+            if str(g) != STDIN and not _GLOB_CHARS & set(str(g)) and not os.path.lexists(os.path.expanduser(str(g)))]
+
+
 def resolve_paths(paths: list[str]) -> tuple[list[Target], list[tuple[str, str]]]:
     """Expand globs and ``~``: the files to read (duplicates once), and (path, why) for
     each path that names no readable file."""

@@ -1,0 +1,200 @@
+"""Numbers are never cut (issue 33): in the terminal view a number, an id, an address label
+or a time is shown whole, or its column is left out with a note naming it; a table of one
+row (a participant's report) is ``key: value`` lines, every column kept."""
+
+from __future__ import annotations
+
+import io
+import re
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, run_cli
+from test_reports import STORY, demo, on_a_terminal  # noqa: F401  (demo: the store of every bundled source)
+
+from auditor.report.render import View, cell
+from auditor.report.table import print_table, short_addresses
+from auditor.result import Result, Table
+
+BECH = "023456789acdefghjklmnpqrstuvwxyz"
+POC = FIXTURES / "poc-overload"
+POC_STORY = __import__("json").loads((POC / "story.json").read_text())
+
+
+# -- the property: every shown cell of a number or id column is the value's whole text -----------
+def _value(kind: str):
+    if kind == "int":
+        return st.integers(-10**15, 10**15)
+    if kind == "decimal":
+        return st.decimals(min_value=-10**9, max_value=10**9, places=4, allow_nan=False)
+    if kind == "float":
+        return st.floats(-1e9, 1e9, allow_nan=False)
+    if kind == "address":
+        return st.text(BECH, min_size=38, max_size=38).map(lambda s: "gonka1" + s)
+    if kind == "id":
+        return st.text("abcdef0123456789:/-.", min_size=1, max_size=30)
+    if kind == "time":
+        return st.integers(0, 10**9).map(
+            lambda s: datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=s))
+    return st.lists(st.sampled_from(["the", "host", "missed", "requests", "because", "of", "load"]),
+                    min_size=4, max_size=30).map(" ".join)        # prose
+
+
+KINDS = ["int", "decimal", "float", "address", "id", "time", "prose"]
+
+
+@st.composite
+def tables(draw):
+    kinds = ["id"] + draw(st.lists(st.sampled_from(KINDS), min_size=0, max_size=9))
+    n = draw(st.integers(1, 6))
+    columns = [f"c{i}" for i in range(len(kinds))]
+    rows = [{c: draw(_value(k)) for c, k in zip(columns, kinds)} for _ in range(n)]
+    return Table("T", columns, rows), dict(zip(columns, kinds))
+
+
+def _shown(v, column) -> str:
+    return short_addresses(cell(v, column))
+
+
+def _notes(text: str) -> tuple[dict[str, str], set[str]]:
+    same = {}
+    m = re.search(r"\(the same in every row: (.*?)\)", text)
+    if m:
+        for part in m.group(1).split("; "):
+            name, value = part.split(" ", 1)
+            same[name] = value
+    m = re.search(r"\(not shown at this width: (.*?); --wide", text)
+    return same, set(m.group(1).split(", ")) if m else set()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(40, 250), st.booleans(), st.sampled_from(["plain", "wide", "whole"]))
+def test_every_shown_number_or_id_cell_is_the_whole_value(drawn, width, colour, mode):
+    from rich.console import Console
+
+    table, kinds = drawn
+    out = io.StringIO()
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False,
+                      color_system="standard" if colour else None, force_terminal=colour)
+    view = View(wide=mode == "wide", whole=mode == "whole")
+    print_table(Result("k", "k", {}, tables=[table]), view=view, console=console)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    full = mode == "wide" or (mode == "whole" and "┏" not in text)     # addresses whole, else their label
+    whole = {c: [cell(r[c], c) if full else _shown(r[c], c) for r in table.rows] for c in table.columns}
+    if "┏" not in text:
+        # key: value lines, a block a row: each column once a row, its value whole
+        values = [m.groups() for m in re.finditer(r"^  (c\d+): (.*)$", text, re.M)]
+        assert len(values) == len(table.rows) * len(table.columns), text
+        for i, (name, shown) in enumerate(values):
+            if kinds[name] != "prose":
+                assert shown == whole[name][i // len(table.columns)], (name, text)
+        return
+    same, dropped = _notes(" ".join(x.strip() for x in text.split("┘", 1)[1].splitlines()))  # notes unwrapped
+    shown = [c for c in table.columns if c not in same and c not in dropped]
+    for c, value in same.items():
+        assert value == whole[c][0]
+    assert shown[0] == "c0"
+    if mode != "plain":
+        assert shown == table.columns
+    body = text.split("┩\n", 1)[1].split("└", 1)[0]
+    starts = []
+    for line in body.splitlines():
+        cells = [x.strip() for x in line.split("│")[1:-1]]
+        assert len(cells) == len(shown), (line, shown)
+        if cells[0]:
+            starts.append(cells)
+        else:               # a prose cell's next line: every other cell empty
+            assert all(not x for c, x in zip(shown, cells) if kinds[c] != "prose"), line
+    assert len(starts) == len(table.rows), text
+    for i, cells in enumerate(starts):
+        for c, x in zip(shown, cells):
+            if kinds[c] != "prose":
+                assert x == whole[c][i], (c, x, whole[c][i], text)
+
+
+# -- through the CLI in a real terminal ------------------------------------------------------------
+def _pairs(text: str, title: str) -> list[dict[str, str]]:
+    """The ``key: value`` blocks under the section titled ``title``."""
+    block = text.split(f"\n{title}\n", 1)[1]
+    rows, row = [], {}
+    for line in block.splitlines():
+        m = re.fullmatch(r"  (\w+): (.*)", line)
+        if m:
+            if m.group(1) in row:
+                rows.append(row)
+                row = {}
+            row[m.group(1)] = m.group(2)
+        elif not line.strip() and row:
+            continue
+        elif not line.startswith(" "):
+            break
+    return rows + [row]
+
+
+@pytest.mark.parametrize("columns", [100, 200])
+def test_a_participants_misstest_shows_its_numbers_whole(demo, columns):
+    victim = STORY["victim"]
+    text = on_a_terminal(["--db", str(demo), "misstest", "403", "--offline", "--participant", victim[-8:]], columns)
+    (row,) = _pairs(text, "Miss test")
+    assert row["participant"] == victim
+    assert (row["total"], row["missed"], row["critical_misses"]) == ("1,765", "345", "176")
+    assert row["verdict"] == "zeroed_by_miss_test"
+
+
+@pytest.mark.parametrize("columns", [100, 200])
+def test_a_participants_poc_overload_shows_its_numbers_whole(demo, columns):
+    victim = STORY["victim"]
+    text = on_a_terminal(["--db", str(demo), "poc-overload", "403", "--offline", "--participant", victim], columns)
+    (row,) = _pairs(text, "Preserved hosts per CPoC window")
+    assert (row["requests"], row["misses"], row["peak_inflight"], row["weight"]) == ("1,015", "324", "20", "8,233")
+    section = text.split("\nPer escrow in the window\n", 1)[1]
+    if section.startswith("┏"):     # two rows that fit: a table, each cell whole
+        rows = [{x.strip() for x in line.split("│")} for line in section.split("└")[0].splitlines() if "│" in line]
+        assert [{"97342", "425", "141"} <= rows[0], {"97388", "590", "183"} <= rows[1]] == [True, True], section
+    else:                           # else a block of lines a row
+        escrows = _pairs(text, "Per escrow in the window")
+        assert [(r["escrow"], r["requests"], r["misses"]) for r in escrows] == [("97342", "425", "141"),
+                                                                                  ("97388", "590", "183")]
+
+
+@pytest.fixture(scope="module")
+def poc_store(tmp_path_factory):
+    db = tmp_path_factory.mktemp("poc") / "auditor.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(POC / "chain"), "--replay", str(POC / "accounting"),
+                db=db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.mark.parametrize("columns", [100, 200])
+def test_the_readme_host_operator_example_shows_escrow_misses_and_ghosts_whole(poc_store, columns):
+    host = POC_STORY["small_host"]
+    text = on_a_terminal(["--db", str(poc_store), "poc-overload", "403", "--offline", "--participant", host],
+                         columns)
+    rows = _pairs(text, "Preserved hosts per CPoC window")
+    assert rows[0]["misses"] == "975" and rows[0]["participant"] == host
+    (escrow,) = _pairs(text, "Per escrow, accounting API (dispatch phase confirmation_poc)")
+    assert escrow["escrow"] == str(POC_STORY["escrow_single_preserved"]) == "134985"
+    assert escrow["misses"] == "975" and escrow["other_slots_ghosts"].endswith(" 19856")
+
+
+# -- quantities with thousands separators, identifiers never (issue 33) ------------------------------
+def test_quantities_have_separators_and_identifiers_none(demo):
+    from auditor.report.render import identifier
+
+    assert [identifier(c) for c in ("escrow", "epoch", "first_warned_height", "primary_nonce", "slot", "request",
+                                    "requests", "preserved_slots", "rewarded_coins", "weight")] == \
+        [True, True, True, True, True, True, False, False, False, False]
+    args = ["poc-overload", "403", "--offline", "--participant", STORY["victim"]]
+    md = run_cli(*args, "--format", "md", db=demo).stdout
+    assert "| 97342 |" in md and "| 1,015 |" in md and "| 8,233 |" in md
+    html = run_cli(*args, "--format", "html", db=demo).stdout
+    assert ">97342</td>" in html and ">1,015</td>" in html and 'data-sort="1015"' in html
+    raw = run_cli(*args, "--format", "json", db=demo).stdout
+    assert '"requests": 1015' in raw and "1,015" not in raw
+    csv = run_cli(*args, "--format", "csv", db=demo).stdout
+    assert "1015" in csv and "1,015" not in csv
