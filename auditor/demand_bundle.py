@@ -170,7 +170,7 @@ def export(store, first: int, last: int, out: Path, *, name: str | None = None,
     from .analyses import cpoc
     from .analyses.context import Run
 
-    from .analyses.targets import stored_epochs
+    from .analyses.frame import stored_epochs
 
     stored = stored_epochs(store, first, last)
     if not stored:

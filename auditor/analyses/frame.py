@@ -130,6 +130,11 @@ def require_epoch(store: Store, epoch: int, ctx: Any = None) -> tuple[bool, bool
     return state
 
 
+def stored_epochs(store: Store, first: int, last: int) -> list[int]:
+    """The epochs of ``first``..``last`` the store holds, in order."""
+    return [r["epoch"] for r in store.query("stored_epochs", first=first, last=last)]
+
+
 def not_stored(epoch: int) -> str:
     """The one message for an epoch the store does not hold."""
     return (f"epoch {epoch} is not in the store; collect it first: "

@@ -49,7 +49,7 @@ from ..result import Finding, Result, Table, utc_text
 from .. import demand_bundle
 from . import cpoc
 from .context import Run, run_for
-from .frame import Arg, Call, Options, not_stored, option, require_epoch
+from .frame import Arg, Call, Options, not_stored, option, require_epoch, stored_epochs
 
 if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
     from ..store import Store
@@ -516,12 +516,6 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
         res.complete = False
     res.data["epochs"] = {"first": first, "last": last, "stored": stored}
     return res
-
-
-def stored_epochs(store: Store, first: int, last: int) -> list[int]:
-    """The epochs of ``first``..``last`` the store holds, in order."""
-    return [e for (e,) in store.con.execute(
-        "SELECT epoch FROM chain_epochs WHERE epoch BETWEEN ? AND ? ORDER BY epoch", [first, last]).fetchall()]
 
 
 def _ranges(xs: list[int]) -> str:
