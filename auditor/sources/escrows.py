@@ -31,7 +31,7 @@ on every run; 250,000 would have taken 208 hours at the public node's rate):
   (``queries/remints_escrows_to_probe.sql``);
 - at most :data:`MAX_PROBES` ids a run, those never asked first; the rest wait for the next
   runs, and the run says how many (missing: their records are unknown, exit 3);
-- every probe is remembered (``escrow_probes``, ``queries/schema/016_escrow_probes.sql``): an id
+- every probe is remembered (``escrow_probes``, ``queries/schema/015_escrow_probes.sql``): an id
   the node did not find is asked again only after a wait that doubles with each probe (1 hour
   up to 7 days), not on every run; one no node answered for is asked again by the next run
   (within the cap), as before.
