@@ -1,4 +1,4 @@
--- 015 accounting schema 6 (gateway-logs.md 14.4; devshard/accounting/types.go and
+-- 014 accounting schema 6 (gateway-logs.md 14.4; devshard/accounting/types.go and
 -- capability.go of gonka-ai/gonka, `const SchemaVersion = 6`): what a schema-6 gateway adds to
 -- the tables of 004. NULL keeps meaning "not reported": every column below is NULL on the rows
 -- of a schema 2-5 record, and on a schema-6 row whose field was absent.

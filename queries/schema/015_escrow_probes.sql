@@ -1,4 +1,4 @@
--- 016 escrow probes: what the escrow collector (auditor/sources/escrows.py) remembers between
+-- 015 escrow probes: what the escrow collector (auditor/sources/escrows.py) remembers between
 -- runs about each id it asked the node for with GET devshard_escrow/{id}, so that an id the
 -- node does not know (never existed, or an id a gateway's accounting API invented) is not asked
 -- again on every run: one row per id ever probed (issue 35).
