@@ -59,7 +59,7 @@ def test_a_memory_limit_that_is_not_a_size_is_a_usage_error(limit, tmp_path):
 
     db, out = tmp_path / "a.duckdb", tmp_path / "x"
     assert run_cli("collect", "--gateway-log", str(FIXTURES / "hedging" / "small.log"), db=db).returncode == 0
-    for args in (["sql", "SELECT 1"], ["collect", "--gateway-log", "x.log"]):
+    for args in (["sql", "SELECT 1"], ["collect", "--gateway-log", "x*.log"]):
         line = one_line(run_cli(*args, db=db, env={"AUDITOR_MEMORY_LIMIT": limit.format(out=out)}), 2)
         assert line.startswith("auditor: error: AUDITOR_MEMORY_LIMIT=") and "give a size such as 4GB" in line, line
         assert not out.exists()
@@ -682,7 +682,7 @@ def test_db_on_a_device_is_refused_and_the_device_stays(tmp_path):
     assert link.is_symlink() and os.readlink(link) == str(dev)
 
 
-@pytest.mark.parametrize("args", [["collect", "--gateway-log", "x.log"], ["sql", "SELECT 1"],
+@pytest.mark.parametrize("args", [["collect", "--gateway-log", "x*.log"], ["sql", "SELECT 1"],
                                   ["epoch", "403", "--offline"]])
 def test_db_naming_a_fifo_is_refused_at_once(tmp_path, args):
     """`--db` naming a FIFO hung with no message (DuckDB waited for a writer), and a collect
@@ -700,7 +700,7 @@ def test_db_naming_a_fifo_is_refused_at_once(tmp_path, args):
 def test_db_naming_a_remote_database_is_refused(tmp_path, db):
     """`--db md:x` made DuckDB try to download its MotherDuck extension, `--db s3://b/x` made a
     local folder `s3:`: the store is a local file; one line, exit 2, nothing made."""
-    line = one_line(run_cli("collect", "--gateway-log", "x.log", db=db, cwd=tmp_path), 2)
+    line = one_line(run_cli("collect", "--gateway-log", "x*.log", db=db, cwd=tmp_path), 2)
     assert "the store is a local DuckDB file, not a URL or a remote database" in line, line
     assert list(tmp_path.iterdir()) == []
     assert one_line(run_cli("sql", "SELECT 1", db=db, cwd=tmp_path), 2) == line
