@@ -40,18 +40,17 @@ def mark(result: Result, mine: Iterable[str], store: Any = None, epoch: int | No
     ``result.mine`` set; ``store`` and ``epoch`` let a model's preserved_capacity_short ask
     which hosts were preserved."""
     addresses = frozenset(mine)
-    preserved: dict[tuple[str, str], set[str]] | None = None
+    preserved: dict[int, dict[tuple[str, str], set[str]]] = {}      # per epoch (targets --epochs A..B has several)
 
     def hosts_of(f: Finding) -> set[str]:
-        nonlocal preserved
-        if store is None:
+        at = f.evidence.get("epoch", epoch)
+        if store is None or at is None:
             return set()
-        if preserved is None:
-            preserved = {}
-            at = f.evidence.get("epoch", epoch)
-            for r in ([] if at is None else store.query("mine_preserved_hosts", epoch=int(at))):
-                preserved.setdefault((r["episode"], r["model_id"]), set()).add(r["participant"])
-        return preserved.get((f.evidence.get("episode"), f.subject["id"]), set())
+        if int(at) not in preserved:
+            by = preserved[int(at)] = {}
+            for r in store.query("mine_preserved_hosts", epoch=int(at)):
+                by.setdefault((r["episode"], r["model_id"]), set()).add(r["participant"])
+        return preserved[int(at)].get((f.evidence.get("episode"), f.subject["id"]), set())
 
     def is_mine(f: Finding) -> bool:
         if f.subject.get("kind") == "participant" and f.subject.get("id") in addresses:

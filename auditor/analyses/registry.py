@@ -522,10 +522,16 @@ def _action_text(code: Code) -> str:
     return text.replace("|", "\\|")
 
 
+def _labels_text(m: Metric) -> str:
+    """A family's labels as the README's table shows them (``mine`` only with --mine)."""
+    if not m.all_labels():
+        return "none"
+    return f"`{', '.join(m.all_labels())}`" + (" (and `mine` with --mine)" if m.per_participant else "")
+
+
 def metrics_table() -> list[str]:
     return ["| metric | labels | value |", "|---|---|---|",
-            *(_row(f"`{m.name}`", f"`{', '.join(m.all_labels())}`" + (" (and `mine` with --mine)" if m.per_participant
-                                                                       else "") if m.all_labels() else "none", m.meaning)
+            *(_row(f"`{m.name}`", _labels_text(m), m.meaning)
               for m in metrics())]
 
 

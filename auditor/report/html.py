@@ -149,7 +149,8 @@ def _findings_list(findings: list[tuple[Finding, str]], title: str, anchor: str,
         blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
                       f'<a href="#{section}">the {escape(section.removeprefix("section-"))} section</a>'
                       f"<pre>{escape(evidence)}</pre></div>")
-    return (f'<h2 id="{anchor}">{escape(title)}</h2><ol' + (f' start="{start}"' if start > 1 else "") + '>' + "".join(items) + "</ol>"
+    numbered = f' start="{start}"' if start > 1 else ""
+    return (f'<h2 id="{anchor}">{escape(title)}</h2><ol{numbered}>' + "".join(items) + "</ol>"
             + '<details><summary>Evidence behind each finding</summary>' + "".join(blocks) + "</details>")
 
 
