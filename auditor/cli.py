@@ -267,6 +267,7 @@ def _analyse(a, call, sources, out: Output) -> None:
         if not sources.offline and sources.any:
             code = _collect(store, sources, call.collect_epochs())
         call = _resolved_participant(store, call)
+        mine = _mine(store, getattr(call.options, "mine", ()), call.epoch)
         # written in the same block: a long list (--all-races) is read from the store, and
         # from the analysis's kept tables, as it is written
         with a.reading(store):
@@ -276,6 +277,10 @@ def _analyse(a, call, sources, out: Output) -> None:
                 result = a.run(store, call.epoch, call.options)     # it makes its one run
             if result.unavailable and not result.parts:
                 raise SourceError(result.unavailable)
+            if mine is not None:
+                from .mine import mark
+
+                mark(result, mine, store, call.epoch)
             # one participant's report is its full detail: nothing dropped (issues 12, 33)
             whole = getattr(call.options, "participant", None) is not None
             render.emit(result, out.fmt, out.path, render.View(wide=out.wide, whole=whole, command=command_line()))
@@ -287,27 +292,49 @@ def _analyse(a, call, sources, out: Output) -> None:
 
 
 def _resolved_participant(store, call):
-    """``call`` with its --participant as a full address: a full one as given; the 8-character
-    label or the shortened form the tables print (``gonka1…p86j0skk``) as the one address the
-    store knows that fits it. None or several is a usage error."""
+    """``call`` with its --participant as a full address (``_address``)."""
     import dataclasses
+
+    text = getattr(call.options, "participant", None)
+    if not text:
+        return call
+    address = _address(store, text)
+    if address == text:             # a full address as given: a typo is a usage error (_known_participant)
+        _known_participant(store, text, call.epoch)
+    return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=address))
+
+
+def _address(store, text: str, flag: str = "--participant") -> str:
+    """A participant given on the command line as a full address: a full one as given; the
+    8-character label or the shortened form the tables print (``gonka1…p86j0skk``) as the one
+    address the store knows that fits it. None or several is a usage error."""
     import re
 
     from .errors import UsageError
 
-    text = getattr(call.options, "participant", None)
     label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
     if label is None or (text.startswith("gonka1") and not label.group(1)):
-        if text is not None and text.startswith("gonka1"):
-            _known_participant(store, text, call.epoch)
-        return call         # a full address (or no label at all) as given
+        return text         # a full address (or no label at all) as given: the analysis says if it has none
     head = "gonka1" if label.group(1) else ""
     found = [r["participant"] for r in store.query("participants_matching", head=head, tail=label.group(2))]
     if len(found) != 1:
         which = f"matches {', '.join(found[:4])}{' ...' if len(found) > 4 else ''}" if found else \
             "matches no participant the store holds"
-        raise UsageError(f"--participant {text} {which}: give the full gonka1... address")
-    return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=found[0]))
+        raise UsageError(f"{flag} {text} {which}: give the full gonka1... address")
+    return found[0]
+
+
+def _mine(store, mine, epoch):
+    """--mine's addresses (``_address``), each one not in ``epoch`` said on stderr (a note: cron
+    keeps running); None when not given."""
+    from . import mine as mine_
+
+    if not mine:
+        return None
+    addresses = tuple(dict.fromkeys(_address(store, text, "--mine") for text in mine))
+    for note in [] if state.quiet else mine_.absent(store, epoch, addresses):
+        print(f"auditor: note: {note}", file=sys.stderr)
+    return addresses
 
 
 def _known_participant(store, address: str, epoch: int | None) -> None:
@@ -480,6 +507,8 @@ def _flag(field, hint) -> inspect.Parameter:
         form.update({k: getattr(flag, k) for k in ("min", "max") if getattr(flag, k) is not None})
     if kind is not bool and not flag.repeat and default is None:
         kind = Optional[kind]
+    if flag.envvar:
+        form["envvar"] = flag.envvar
     decls = [flag.flag, *([flag.short] if flag.short else [])]
     return _opt(field.name, Annotated[kind, typer.Option(*decls, **form)], default)
 
@@ -565,10 +594,22 @@ report_app = typer.Typer(help="Reports for people and for cron.", no_args_is_hel
 app.add_typer(report_app, name="report")
 
 
+def _mine_group() -> Group:
+    """--mine as a command outside the registry takes it: the one field of ``frame.Options``."""
+    import typing
+    from dataclasses import fields
+
+    from .analyses.frame import Options
+
+    field = next(f for f in fields(Options) if f.name == "mine")
+    return Group("mine", [_flag(field, typing.get_type_hints(Options)["mine"])], lambda mine: tuple(mine or ()))
+
+
 @report_app.command("daily")
-@uses(SOURCES)
+@uses(SOURCES, _mine_group())
 def report_daily(
     sources,
+    mine,
     out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Write DIR/<date>/report.{json,md,html}.")],
     day: Annotated[Optional[str], typer.Option("--date", metavar="YYYY-MM-DD",
         help="Report the epoch in force at noon UTC of this date. [default: the latest settled epoch]")] = None,
@@ -585,13 +626,14 @@ def report_daily(
     Example:
       auditor report daily --out /srv/reports --node http://node1.gonka.ai:8000 --fail-on error \\
           --prom-textfile /var/lib/node_exporter/auditor.prom
-      auditor report daily --out reports --offline --date 2026-09-23
+      auditor report daily --out reports --offline --date 2026-09-23 --mine gonka1... --fail-on error
     """
     from . import daily
 
     raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
                                fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
-                               progress=_progress(), collect=_collect, command=command_line()))
+                               progress=_progress(), collect=_collect, command=command_line(),
+                               mine=functools.partial(_mine, mine=mine) if mine else None))
 
 
 export_app = typer.Typer(help="Write what the store knows for another store to read.", no_args_is_help=True)

@@ -41,11 +41,11 @@ FORMATS = ("json", "md", "html")
 
 def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | None, fail_on: str | None,
         prom_textfile: Path | None, progress: Any, collect: Callable[[Any, Any, list[int]], int],
-        command: str) -> int:
+        command: str, mine: Callable[..., Any] | None = None) -> int:
     """The whole job: under the lock of ``out_dir``, pick the epoch, collect it from
     ``sources`` (unless offline; ``collect(store, sources, epochs)`` prints the run reports and
     says 3 when anything is missing), write the report in every format of ``FORMATS`` and the
-    textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
+    textfile; ``mine(store, epoch=N)``: --mine's addresses (its findings marked, auditor/mine.py); the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
 
     The textfile is written on every run that got the lock, a failed one too
     (``auditor_report_complete 0`` and whatever was obtained), so an alert has something to
@@ -58,7 +58,7 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
     with locked(out_dir):                           # held until every file is written
         job = Job(epoch)
         try:
-            result, code, folder = _report(job, db, sources, out_dir, when, progress, collect, command)
+            result, code, folder = _report(job, db, sources, out_dir, when, progress, collect, command, mine)
         except Exception:
             if prom_textfile is not None:
                 _write_failed(prom_textfile, job.epoch)
@@ -86,7 +86,8 @@ class Job:
 
 
 def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, progress: Any,
-            collect: Callable[[Any, Any, list[int]], int], command: str) -> tuple[Any, int, Path]:
+            collect: Callable[[Any, Any, list[int]], int], command: str,
+            mine: Callable[..., Any] | None = None) -> tuple[Any, int, Path]:
     """Pick the epoch, collect it, write the report files: the result, the collection's code
     and the folder written."""
     from .analyses import epoch_report
@@ -106,6 +107,10 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
             job.epoch = latest_settled_in_store(store)
         progress.log(f"report daily: epoch {job.epoch}")
         result = epoch_report.run(store, job.epoch)
+        if mine is not None:
+            from .mine import mark
+
+            mark(result, mine(store, epoch=job.epoch), store, job.epoch)
         folder = out_dir / report_day(store, job.epoch, when).isoformat()
     view = render.View(command=command)
     # all three files or none: a full disk never leaves json and md without html
@@ -129,12 +134,12 @@ def _write_failed(path: Path, epoch: int | None) -> None:
 
 
 def print_findings(result: Any, fail_on: str | None) -> None:
-    """The findings that made the exit 1, most severe first, one line each on stderr."""
+    """The findings that made the exit 1 (with --mine: the ones of mine), most severe first, one
+    line each on stderr."""
     from .report.text import plain
-    from .result import SEVERITIES, ranked
+    from .result import ranked
 
-    floor = SEVERITIES.index(fail_on or "info")
-    for f in ranked([f for f in result.findings if f.rank >= floor]):
+    for f in ranked(result.failing(fail_on or "info")):
         print(f"auditor: {f.severity} {f.code} {plain(f.subject.get('id'))}: {plain(f.summary)}",
               file=sys.stderr)
 

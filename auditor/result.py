@@ -162,6 +162,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     model: str | None = None
     action: str | None = None
+    mine: bool | None = None        # --mine given: whether it is about one of the operator's hosts (auditor/mine.py)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -187,13 +188,17 @@ class Finding:
         return SEVERITIES.index(self.severity)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "subject": self.subject, "model": self.model,
-                "summary": self.summary, "evidence": self.evidence, "action": self.action}
+        out = {"code": self.code, "severity": self.severity, "subject": self.subject, "model": self.model,
+               "summary": self.summary, "evidence": self.evidence, "action": self.action}
+        if self.mine is not None:       # only when --mine was given: the JSON without it stays as it was
+            out["mine"] = self.mine
+        return out
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:
-    """Most severe first; then by code and subject, so the order is stable."""
-    return sorted(findings, key=lambda f: (-f.rank, f.code, str(f.subject.get("id"))))
+    """With --mine, the operator's own first; then most severe first; then by code and
+    subject, so the order is stable."""
+    return sorted(findings, key=lambda f: (f.mine is False, -f.rank, f.code, str(f.subject.get("id"))))
 
 
 @dataclass
@@ -225,6 +230,7 @@ class Result:
     header: list[tuple[str, str]] = field(default_factory=list)
     parts: list["Result"] = field(default_factory=list)     # a composed report's analyses, in order
     legend: list[str] = field(default_factory=list)
+    mine: frozenset[str] | None = None      # --mine: the operator's addresses (auditor/mine.py); None: not given
 
     @classmethod
     def missing_input(cls, key: str, title: str, reason: str, sources: list[str]) -> "Result":
@@ -241,11 +247,19 @@ class Result:
             return data
         return {**data, "findings": [f.to_dict() for f in ranked(self.findings)], "coverage": self.coverage}
 
+    def failing(self, fail_on: str | None) -> list[Finding]:
+        """The findings at or above ``fail_on`` that count for it: with --mine, only the ones
+        that are mine (the others are still reported, not counted)."""
+        if fail_on is None:
+            return []
+        floor = SEVERITIES.index(fail_on)
+        return [f for f in self.findings if f.rank >= floor and f.mine is not False]
+
     def exit_code(self, fail_on: str | None) -> int:
         """3 when data was incomplete (it outranks findings); 1 when a finding is at or above
-        ``fail_on``; else 0."""
+        ``fail_on`` (with --mine: one of mine); else 0."""
         if not self.complete:
             return EXIT_SOURCE
-        if fail_on is not None and any(f.rank >= SEVERITIES.index(fail_on) for f in self.findings):
+        if self.failing(fail_on):
             return EXIT_FINDINGS
         return EXIT_OK

@@ -31,7 +31,7 @@ def _options(c: WatchCall, participants: tuple[str, ...] | None = None):
     from .analyses.watch import WatchOptions
 
     return WatchOptions(margin_share=c.margin_share, participants=c.participants if participants is None
-                        else participants)
+                        else participants, mine=c.mine)
 
 
 def backtest(db: Path, c: WatchCall, sources, out, collect: Callable, command: str, *, progress: Any) -> int:

@@ -243,11 +243,13 @@ def test_the_run_is_passed_only_to_an_analysis_that_takes_it(monkeypatch):
 
 
 def test_help_imports_no_analysis():
-    """The CLI reads the registry at start-up; the analyses (and DuckDB) load only when one runs."""
+    """The CLI reads the registry at start-up; the analyses (and DuckDB) load only when one runs.
+    analyses/frame.py, the contract they share (no analysis; it imports nothing but errors),
+    declares --mine, which `report daily` takes too (issue 33)."""
     code = ("import sys, auditor.cli, typer; typer.main.get_command(auditor.cli.app); "
             "print(sorted(m for m in sys.modules if m == 'duckdb' or m.startswith('auditor.analyses.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['auditor.analyses.registry']"
+    assert out.strip() == "['auditor.analyses.frame', 'auditor.analyses.registry']"
 
 
 # -- the README's worked example, run ------------------------------------------------------------
@@ -323,7 +325,9 @@ def test_the_worked_example_adds_an_analysis_with_one_module_its_sql_and_one_rec
     r = subprocess.run([sys.executable, "-m", "auditor.analyses.registry", "--readme"], env={**env}, check=True)
     readme = (src / "README.md").read_text()
     assert f"| `{code}` | info | ml_node |" in readme and f"| `{metric}` | `epoch, model` |" in readme
-    assert f"| `auditor {command} N [--participant ADDR] [{flag} {metavar}] [source flags] [output flags]` |" in readme
+    # the base Options' flags (--participant, --mine: issue 33), then its own
+    assert f"| `auditor {command} N [--participant ADDR] [--mine ADDR]... [{flag} {metavar}] [source flags] [output flags]` |" \
+        in readme
     assert readme != (ROOT / "README.md").read_text()
 
     prom = tmp_path / "auditor.prom"

@@ -35,6 +35,7 @@ class Flag:
     max: float | None = None
     choices: tuple[str, ...] = ()
     repeat: bool = False
+    envvar: str | None = None           # the environment variable that may give it (a list: space-separated)
 
 
 def option(default: Any, flag: str, help: str, **form: Any) -> Any:
@@ -60,13 +61,19 @@ PARTICIPANT_HELP = ("Only this participant (network-wide figures still come from
                     "the tables print (p86j0skk, gonka1…p86j0skk) when one stored address fits.")
 
 
+MINE_HELP = ("One of your own hosts: its address, or a label as --participant takes. Repeatable; AUDITOR_MINE: "
+             "several, space-separated. Every finding then says whether it is yours (JSON \"mine\"), "
+             "--fail-on counts only yours, yours are shown first, and the textfile's per-participant "
+             "metrics carry mine=\"1\" or mine=\"0\". One not in the epoch is a note, not an error.")
+
+
 @dataclass(frozen=True)
 class Options:
     """What narrows an analysis. Every analysis accepts these; one that needs more
     subclasses it (with defaults, so the epoch report can build it from these alone).
 
     A field made with ``option(...)`` is a flag of the analysis's command: declared here
-    once, it is a flag of every command (``--participant``), unless the class leaves it out
+    once, it is a flag of every command (``--participant``, ``--mine``), unless the class leaves it out
     (``WITHOUT``; ``--since``/``--until`` only where ``RANGE``)."""
 
     participant: str | None = option(None, "--participant", PARTICIPANT_HELP, metavar="ADDR", short="-p")
@@ -75,6 +82,7 @@ class Options:
                                     metavar="TIME")
     until: datetime | None = option(None, "--until", "End of the time range, exclusive (UTC unless a zone "
                                     "is given).", metavar="TIME")
+    mine: tuple[str, ...] = option((), "--mine", MINE_HELP, metavar="ADDR", repeat=True, envvar="AUDITOR_MINE")
 
     EPOCH: ClassVar[Arg | None] = Arg()          # the command's epoch argument (None: it takes none)
     RANGE: ClassVar[bool] = False                # the command takes --since/--until

@@ -65,8 +65,22 @@ class Metric:
     meaning: str
     epoch: bool = True
 
-    def all_labels(self) -> tuple[str, ...]:
-        return (("epoch",) if self.epoch else ()) + self.labels
+    def all_labels(self, mine: bool = False) -> tuple[str, ...]:
+        """Its labels, the epoch first; with ``mine`` (--mine given) a per-participant family
+        also has ``mine`` ("1" one of the operator's, "0" not), last."""
+        return (("epoch",) if self.epoch else ()) + self.labels + (("mine",) if mine and self.per_participant else ())
+
+    @property
+    def per_participant(self) -> bool:
+        return "participant" in self.labels
+
+    def label_values(self, labels: tuple[str, ...], epoch: Any = None, mine: Any = None) -> tuple[str, ...]:
+        """A sample's label values in ``all_labels`` order: ``labels`` (without epoch), the
+        ``epoch`` first where it has one, and ``mine="1"/"0"`` when ``mine`` (the operator's
+        addresses) is given and the family is per participant."""
+        own = tuple(labels) + ((("1" if labels[self.labels.index("participant")] in mine else "0"),)
+                               if mine is not None and self.per_participant else ())
+        return ((str(epoch),) if self.epoch else ()) + own
 
 
 @dataclass(frozen=True)
@@ -492,7 +506,7 @@ COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`"
                     "collect any combination of sources into the store")]
 COMMANDS_AFTER = [
     ("report daily", "`auditor report daily --out DIR [--date D] [--epoch N] [--fail-on L] [--prom-textfile PATH] "
-                     "[source flags]`",
+                     "[--mine ADDR]... [source flags]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
     ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE] [--allow-files]`",
      "query the store, read-only: no other file read or written unless `--allow-files`, no setting changed"),
@@ -529,9 +543,16 @@ def _action_text(code: Code) -> str:
     return text.replace("|", "\\|")
 
 
+def _labels_text(m: Metric) -> str:
+    """A family's labels as the README's table shows them (``mine`` only with --mine)."""
+    if not m.all_labels():
+        return "none"
+    return f"`{', '.join(m.all_labels())}`" + (" (and `mine` with --mine)" if m.per_participant else "")
+
+
 def metrics_table() -> list[str]:
     return ["| metric | labels | value |", "|---|---|---|",
-            *(_row(f"`{m.name}`", f"`{', '.join(m.all_labels())}`" if m.all_labels() else "none", m.meaning)
+            *(_row(f"`{m.name}`", _labels_text(m), m.meaning)
               for m in metrics())]
 
 

@@ -96,10 +96,11 @@ class WatchCall:
     hosts: tuple[str, ...]
     prom_textfile: Path | None
     backtest: int | None
+    mine: tuple[str, ...] = ()
 
 
 def call(participants=(), once=False, interval="10m", margin_share=0.2, hosts=(), prom_textfile=None,
-         backtest=None) -> WatchCall:
+         backtest=None, mine=()) -> WatchCall:
     """``auditor watch``'s flags (analyses/watch.py WatchOptions) checked together."""
     if not 0 <= margin_share < 1:
         raise UsageError(f"--margin-share {margin_share}: give a share in [0, 1), e.g. 0.2")
@@ -109,7 +110,7 @@ def call(participants=(), once=False, interval="10m", margin_share=0.2, hosts=()
         raise UsageError(f"{', '.join(live_only)}: only a live watch reads that; --backtest {backtest} replays "
                          "the readings stored (give --participant to narrow it)")
     return WatchCall(tuple(participants or ()), once, seconds(interval), margin_share, tuple(hosts or ()),
-                     prom_textfile, backtest)
+                     prom_textfile, backtest, tuple(mine or ()))
 
 
 # -- one reading ----------------------------------------------------------------------------
@@ -186,7 +187,11 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
     wanted = {_resolved(want, per) for want in options.participants}
     shown = [r for r in rows if not wanted or r["participant"] in wanted]
     findings = [f for f in findings if not wanted or f.subject["id"] in wanted]
-    shown.sort(key=lambda r: (_rank(r), r["margin"] if r["margin"] is not None else 1 << 62, r["participant"]))
+    mine = {_resolved_mine(m, per) for m in options.mine}
+    notes += [f"--mine {m} is not in this reading (excluded, new or gone): none of its findings can be mine"
+              for m in sorted(mine - set(per))]
+    shown.sort(key=lambda r: (r["participant"] not in mine, _rank(r),
+                              r["margin"] if r["margin"] is not None else 1 << 62, r["participant"]))
     data = _data(reading, p0_now, p0_end, per, now_rows, shown, notes)
     unknown = [] if len(reading.sources) > 1 else [
         "no --accounting or --host: the misses of escrows not yet settled on chain are unknown, not zero"]
@@ -194,8 +199,24 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
     table = Table(TITLE, list(COLUMNS), [{**r, "missed_by_source": _by_source(r["missed_by_source"])} for r in shown],
                   notes=[ASSUMPTION, *notes], narrow=["exhaust_misses_per_hour", "missed_by_source",
                                                      "projected_requests"])
-    return Result(KEY, TITLE, data, [table], findings, coverage, complete=not reading.missing,
-                  header=_header(data, p0_now))
+    result = Result(KEY, TITLE, data, [table], findings, coverage, complete=not reading.missing,
+                    header=_header(data, p0_now))
+    if options.mine:
+        from ..mine import mark
+
+        mark(result, mine)
+    return result
+
+
+def _resolved_mine(want: str, known: Collection[str]) -> str:
+    """A --mine address as one of the reading (``_resolved``), or as given when none or
+    several fit: one of mine not in the reading is a note, and the watch goes on."""
+    from ..errors import UsageError
+
+    try:
+        return _resolved(want, known)
+    except UsageError:
+        return want
 
 
 def _rank(row: dict[str, Any]) -> int:
@@ -338,10 +359,11 @@ def write_textfile(path: Path, result: Result) -> None:
     from .registry import WATCH
 
     reg = CollectorRegistry()
-    gauges = {m.name: Gauge(m.name, m.help, ("epoch", *m.labels), registry=reg) for m in WATCH.metrics}
-    epoch = str(result.data["epoch"])
-    for name, (participant,), value in samples(result):
-        gauges[name].labels(epoch, participant).set(value)
+    metrics = {m.name: m for m in WATCH.metrics}
+    gauges = {m.name: Gauge(m.name, m.help, m.all_labels(result.mine is not None), registry=reg)
+              for m in WATCH.metrics}
+    for name, labels, value in samples(result):
+        gauges[name].labels(*metrics[name].label_values(labels, result.data["epoch"], result.mine)).set(value)
     write_registry(path, reg)
 
 

@@ -13,7 +13,7 @@ import json
 from ..result import Finding, Result, Table, ranked
 from . import figures
 from .charts import MIN_WIDTH, to_svg
-from .view import View, cell, json_default, legend, numeric
+from .view import View, cell, finding_groups, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
@@ -145,11 +145,23 @@ def _code_spans(text: str) -> str:
 
 
 def _findings(findings: list[tuple[Finding, str]]) -> str:
-    """Each finding links to its evidence block, which links to its analysis's section."""
+    """Each finding links to its evidence block, which links to its analysis's section; with
+    --mine, "Your hosts" first, then the rest (view.finding_groups)."""
     if not findings:
         return '<h2 id="findings">Findings</h2><p class="note">none</p>'
+    section_of = {id(f): section for f, section in findings}
+    groups = finding_groups([f for f, _ in findings])
+    if len(groups) > 1:
+        return "".join(_findings_list([(f, section_of[id(f)]) for f in g], g.title, anchor, start)
+                       for g, anchor, start in zip(groups, ("findings", "findings-others"), (1, len(groups[0]) + 1)))
+    return _findings_list(findings, "Findings", "findings")
+
+
+def _findings_list(findings: list[tuple[Finding, str]], title: str, anchor: str, start: int = 1) -> str:
+    if not findings:
+        return f'<h2 id="{anchor}">{escape(title)}</h2><p class="note">none</p>'
     items, blocks = [], []
-    for i, (f, section) in enumerate(findings, 1):
+    for i, (f, section) in enumerate(findings, start):
         model = f" ({escape(f.model)})" if f.model and f.model != f.subject["id"] else ""
         items.append(f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}</code> '
                      f'{escape(f.subject["kind"])} <code>{escape(str(f.subject["id"]))}</code>{model}: '
@@ -159,7 +171,8 @@ def _findings(findings: list[tuple[Finding, str]]) -> str:
         blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
                       f'<a href="#{section}">the {escape(section.removeprefix("section-"))} section</a>'
                       f"<pre>{escape(evidence)}</pre></div>")
-    return ('<h2 id="findings">Findings</h2><ol>' + "".join(items) + "</ol>"
+    numbered = f' start="{start}"' if start > 1 else ""
+    return (f'<h2 id="{anchor}">{escape(title)}</h2><ol{numbered}>' + "".join(items) + "</ol>"
             + '<details><summary>Evidence behind each finding</summary>' + "".join(blocks) + "</details>")
 
 

@@ -59,7 +59,7 @@ def _code_spans(text: str) -> str:
 
 
 def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
-    out.write("\n## Findings\n\n")
+    out.write(f"\n## {md(getattr(findings, 'title', 'Findings'))}\n\n")
     if not findings:
         out.write("_none_\n")
     for i, f in enumerate(findings[:max_rows], 1):

@@ -6,7 +6,8 @@ Metrics (gauges): the report's own, ``registry.REPORT_METRICS``, then the ones e
 declares in its registry record (``analyses/registry.py``), whose samples its module's
 ``metrics(result)`` yields. The README's table of them is generated from the same records.
 The facts of an epoch carry its ``epoch`` label; the run's own (complete, when, which
-epoch) do not, so an alert on them reads one series across epochs.
+epoch) do not, so an alert on them reads one series across epochs. With ``--mine`` the
+per-participant families also carry ``mine="1"`` (one of the operator's hosts) or ``mine="0"``.
 
 Every run writes the file, a failed one too (:func:`write_failed`): ``auditor_report_complete
 0``, when it ran, and the epoch when it was known.
@@ -35,13 +36,14 @@ def _part(result: Result, key: str) -> Result | None:
     return None
 
 
-def _gauges(epoch: int | None, complete: bool, now: float | None):
+def _gauges(epoch: int | None, complete: bool, now: float | None, mine: Any = None):
     """A registry of every declared family, and the run's own samples set; ``gauge(name,
-    *labels)`` is a family's child (the epoch label first where the family has it)."""
+    *labels)`` is a family's child (the epoch label first where the family has it; with
+    ``mine``, --mine's addresses, a per-participant family's ``mine`` label last)."""
     from prometheus_client import CollectorRegistry, Gauge
 
     reg = CollectorRegistry()
-    families = {m.name: (m, m.all_labels()) for m in analyses.metrics(live=False)}
+    families = {m.name: (m, m.all_labels(mine is not None)) for m in analyses.metrics(live=False)}
     # a family without labels is made when set: made unset it would say 0 (unknown is not zero)
     g = {name: Gauge(name, m.help, labels, registry=reg) for name, (m, labels) in families.items() if labels}
 
@@ -49,7 +51,7 @@ def _gauges(epoch: int | None, complete: bool, now: float | None):
         m, names = families[name]
         if not names:
             return g.setdefault(name, Gauge(name, m.help, registry=reg))
-        return g[name].labels(*((str(epoch), *labels) if m.epoch else labels))
+        return g[name].labels(*m.label_values(labels, epoch, mine))
 
     gauge("auditor_report_complete").set(1 if complete else 0)
     gauge("auditor_report_timestamp_seconds").set(time.time() if now is None else now)
@@ -61,7 +63,8 @@ def _gauges(epoch: int | None, complete: bool, now: float | None):
 def registry(result: Result, epoch: int, now: float | None = None, complete: bool | None = None):
     """The metrics of ``result``, the report of ``epoch``; ``complete``: the run's word on it
     (default: the result's own)."""
-    reg, gauge = _gauges(epoch, result.complete if complete is None else complete and result.complete, now)
+    reg, gauge = _gauges(epoch, result.complete if complete is None else complete and result.complete, now,
+                         result.mine)
     for (code, sev), n in Counter((f.code, f.severity) for f in result.findings).items():
         gauge("auditor_findings", code, sev).set(n)
     counts = Counter(f.severity for f in result.findings)

@@ -115,7 +115,7 @@ def print_table(result: Result, file: Any = None, view: View = View(), console: 
                 console.print(Text(fit(line), style="dim"))
         elif kind == "findings" and item and console.width < FINDINGS_TABLE:
             console.print()
-            console.print(Text("Findings", style="bold"))
+            console.print(Text(getattr(item, "title", "Findings"), style="bold"))
             for f in item:
                 _finding_block(console, f, fit)
         else:

@@ -167,11 +167,33 @@ def numeric(t: Table, col: str) -> bool:
     return bool(vals) and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in vals)
 
 
+class Findings(list):
+    """A list of findings under its heading (``layout``): "Findings", or with --mine "Your
+    hosts" (the operator's own, first) and "Findings: the rest of the network"."""
+
+    def __init__(self, findings: list[Finding], title: str = "Findings") -> None:
+        super().__init__(findings)
+        self.title = title
+
+
+MINE_TITLES = ("Your hosts", "Findings: the rest of the network")
+
+
+def finding_groups(findings: list[Finding]) -> list[Findings]:
+    """The findings ranked, as one group; with --mine (each finding says whether it is mine),
+    as two: the operator's own ("Your hosts") first, then the rest."""
+    findings = ranked(findings)
+    if not findings or all(f.mine is None for f in findings):
+        return [Findings(findings)]
+    return [Findings([f for f in findings if f.mine], MINE_TITLES[0]),
+            Findings([f for f in findings if not f.mine], MINE_TITLES[1])]
+
+
 def findings_table(findings: list[Finding]) -> Table:
     """The findings as rows: what table, markdown and csv show of them."""
     rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
              "model": f.model, "summary": f.summary, "action": f.action} for f in ranked(findings)]
-    return Table("Findings", ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
+    return Table(getattr(findings, "title", "Findings"), ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
                  narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
 
 
@@ -209,7 +231,8 @@ def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
         yield "header", 1, result.header
         yield from _legend(result.legend, 1)
     if result.findings or result.parts:
-        yield "findings", 2, ranked(result.findings)
+        for group in finding_groups(result.findings):
+            yield "findings", 2, group
     for t in result.tables:
         yield "table", 2, t
         yield from _legend(t.legend, 2)

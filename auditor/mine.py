@@ -1,0 +1,87 @@
+"""``--mine``: the operator's own hosts (issue 33). Given (the flag, ``AUDITOR_MINE`` or
+``mine = [...]`` in auditor.toml), every finding says whether it is one of theirs
+(``Finding.mine``, ``"mine"`` in the JSON), ``--fail-on`` counts only those
+(``Result.failing``), the reports show them first ("Your hosts") and the textfile's
+per-participant families carry ``mine="1"`` or ``mine="0"`` (report/promfile.py).
+
+A finding is mine when its subject is one of the addresses, or when its evidence names one
+of them as the participant or host (:data:`EVIDENCE_KEYS`, at any depth: a miss-test row's
+``participant``); a model's ``preserved_capacity_short`` when the preserved hosts of its
+episode include one of them (queries/mine_preserved_hosts.sql). Any other finding about a
+model or an escrow is not: a remint is mine only when its evidence names one of mine, so a
+host operator's ``--fail-on`` leaves the gateway's own findings out, on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .result import Finding, Result
+
+# the evidence keys whose values are a participant's (or host's) address, or a list of them
+EVIDENCE_KEYS = frozenset({"participant", "participants", "host", "hosts", "preserved_hosts", "executor"})
+
+
+def absent(store: Any, epoch: int | None, mine: Iterable[str]) -> list[str]:
+    """One note per address of ``mine`` that is no participant of ``epoch`` (excluded, new,
+    gone): said, never an error, so that cron keeps running."""
+    if epoch is None:
+        return []
+    present = {r["participant"] for r in store.query("mine_epoch_participants", epoch=epoch)}
+    if not present:         # the epoch's participants are not stored: nothing to say about any
+        return []
+    return [f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its findings "
+            "can be mine" for a in sorted(set(mine) - present)]
+
+
+def mark(result: Result, mine: Iterable[str], store: Any = None, epoch: int | None = None) -> Result:
+    """``result`` with each finding (its parts' too) saying whether it is mine, and
+    ``result.mine`` set; ``store`` and ``epoch`` let a model's preserved_capacity_short ask
+    which hosts were preserved."""
+    addresses = frozenset(mine)
+    preserved: dict[int, dict[tuple[str, str], set[str]]] = {}      # per epoch (targets --epochs A..B has several)
+
+    def hosts_of(f: Finding) -> set[str]:
+        at = f.evidence.get("epoch", epoch)
+        if store is None or at is None:
+            return set()
+        if int(at) not in preserved:
+            by = preserved[int(at)] = {}
+            for r in store.query("mine_preserved_hosts", epoch=int(at)):
+                by.setdefault((r["episode"], r["model_id"]), set()).add(r["participant"])
+        return preserved[int(at)].get((f.evidence.get("episode"), f.subject["id"]), set())
+
+    def is_mine(f: Finding) -> bool:
+        if f.subject.get("kind") == "participant" and f.subject.get("id") in addresses:
+            return True
+        if named(f.evidence, addresses):
+            return True
+        return f.code == "preserved_capacity_short" and bool(hosts_of(f) & addresses)
+
+    for part in [result, *result.parts]:
+        for f in part.findings:
+            f.mine = is_mine(f)
+        part.mine = addresses
+    return result
+
+
+def named(evidence: Any, addresses: frozenset[str]) -> bool:
+    """Whether ``evidence`` names one of ``addresses`` under a key of EVIDENCE_KEYS, at any depth."""
+    if isinstance(evidence, dict):
+        for k, v in evidence.items():
+            if k in EVIDENCE_KEYS and _addresses(v) & addresses:
+                return True
+            if isinstance(v, (dict, list, tuple)) and named(v, addresses):
+                return True
+    elif isinstance(evidence, (list, tuple)):
+        return any(named(v, addresses) for v in evidence)
+    return False
+
+
+def _addresses(v: Any) -> set[str]:
+    if isinstance(v, str):
+        return {v}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return {x for x in v if isinstance(x, str)}
+    return set()
