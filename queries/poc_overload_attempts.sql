@@ -4,12 +4,13 @@
 -- through log_host_labels), and how the gateway classified its nonce (the last
 -- nonce_disposition of the same escrow and nonce: disposition, dispatch phase, timeout
 -- outcome). A miss is an unfinished_* disposition whose timeout was applied.
+-- Running between: overlaps_cpoc_window (views/in_cpoc_window.sql), both ends in.
 -- Reads: attempts, log_nonce_dispositions, log_host_labels.
 WITH a AS (
     SELECT * FROM (SELECT a.*, a.ts - to_milliseconds(coalesce(a.attempt_ms, 0)) AS start_ts
                    FROM attempts a
-                   WHERE NOT a.probe AND a.ts IS NOT NULL AND a.ts >= $since)
-    WHERE start_ts <= $until
+                   WHERE NOT a.probe AND a.ts IS NOT NULL)
+    WHERE overlaps_cpoc_window(start_ts, ts, $since, $until)
 ), d AS (
     -- the dispositions of those attempts' nonces only: the work follows the window, not the day
     SELECT n.escrow, n.nonce,

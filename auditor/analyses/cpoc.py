@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from ..heights import covers_cpoc_window, in_cpoc_window, overlaps_cpoc_window
 from ..result import Finding, utc_text
 from .context import Run
 
@@ -145,11 +146,11 @@ def evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, mode
     first, last = span.get("first_ts"), span.get("last_ts")
     if first is None:
         return "none", "no gateway logs in the store"
-    if last < start or first > end:
+    if not overlaps_cpoc_window(first, last, start, end):
         return "none", f"the gateway logs ({utc_text(first)} to {utc_text(last)}) do not reach this window"
     if model not in (span.get("models") or []):
         return "none", f"the gateway logs name no traffic for {model}: no evidence of its load"
-    if first > start or last < end:
+    if not covers_cpoc_window(first, last, start, end):
         return "partial", f"the gateway logs cover only {utc_text(max(first, start))} to {utc_text(min(last, end))}"
     return "full", "the gateway logs span the whole window"
 
@@ -200,8 +201,8 @@ def gateway_demand(run: Run) -> list[dict]:
             d = {"epoch": run.epoch, "window": w["window"], "start_height": w["start_height"],
                  "end_height": w["end_height"], "start": start, "end": end, "covered": None, "models": {}}
             out.append(d)
-            if start is None or end is None or not (
-                    span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start):
+            if start is None or end is None or span["first_ts"] is None or not overlaps_cpoc_window(
+                    span["first_ts"], span["last_ts"], start, end):
                 continue
             lo, hi = max(start, span["first_ts"]), min(end, span["last_ts"])
             by_model: dict[str, list] = defaultdict(list)
@@ -286,7 +287,7 @@ def host_windows(run: Run) -> list[dict]:
                     evidence_state(span, ev["trigger_time"], ev["val_end_time"], model)
                 misses = None if state == "none" else sum(
                     1 for a in rows if a["miss"] and a["participant"] == p and a["model"] == model
-                    and ev["trigger_time"] <= a["start_ts"] <= ev["val_end_time"])
+                    and in_cpoc_window(a["start_ts"], ev["trigger_time"], ev["val_end_time"]))
                 out.append({"episode": ev["episode"], "participant": p, "model": model, "event": ev, "host": h,
                             "timed": is_timed, "state": state, "detail": detail, "misses": misses})
         return out
