@@ -61,14 +61,13 @@ WITH races AS (
     WHERE NOT t.probe
 ), placed AS (
     -- place: where the attempt stands in its race's list (primary first, then by nonce)
-    SELECT *, {'role': CASE WHEN role = 'primary' THEN 0 WHEN role IS NOT NULL THEN 1 ELSE 2 END,
-               'no_nonce': nonce IS NULL, 'nonce': coalesce(nonce, 0), 'pos': pos} AS place,
+    SELECT *, race_place(role, nonce, pos) AS place,                      -- views/race_primary.sql
            enough AND ttft_med IS NOT NULL AND receipt_med IS NOT NULL AS rated
     FROM att
 ), picks AS (
     SELECT rn, count(*) AS attempts, sum(coalesce(attempt_ms, 0)) AS attempt_ms,
            sum(coalesce(output_bytes, 0)) AS output_bytes,
-           arg_min(pos, place) FILTER (WHERE role = 'primary') AS p_pos,     -- the first, as primaries come first
+           race_primary(pos, role, pos) AS p_pos,                   -- the race's primary row
            arg_min(pos, place) FILTER (WHERE winner) AS w_pos,
            CASE WHEN count(*) FILTER (WHERE rated) >= 2
                 THEN arg_min(pos, {'ttft': ttft_med, 'receipt': receipt_med,

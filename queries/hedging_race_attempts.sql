@@ -1,6 +1,6 @@
 -- hedging_race_attempts: the attempts of the hedged races of queries/hedging_races.sql (the
 -- same range) whose request is in $requests (NULL: every race of the range), one row per
--- attempt, each race's primary first, with what was known about its host before the race was
+-- attempt, in race_place's order (views/race_primary.sql: the race's primary row first), with what was known about its host before the race was
 -- dispatched (views/hedge_priors.sql: the receipt and first-token quartiles of the host's
 -- latest 256 samples in the hour before the race, the gateway's perf window). latency_ms: the
 -- race's start -> this attempt's first token. Python uses these rows as they are for the
@@ -28,4 +28,4 @@ SELECT t.request, t.nonce, t.host, t.role, t.start_reason, t.winner, t.finished,
        p.receipt_q[3] AS prior_receipt_p75_ms
 FROM timed t
 LEFT JOIN hedge_priors p ON p.file_id = t.file_id AND p.line_no = t.line_no
-ORDER BY t.request, t.role <> 'primary', t.nonce;
+ORDER BY t.request, race_place(t.role, t.nonce, t.file_id::BIGINT * 1000000000000 + t.line_no);

@@ -94,7 +94,8 @@ RACE_KEYS = ("request", "race_ts", "escrow", "model", "decision", "delay_ms", "p
 
 def group_races(races: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of queries/hedging_races.sql, each with its ``attempts``: the rows of
-    queries/hedging_race_attempts.sql (primary first), as they are, which the per-race list
+    queries/hedging_race_attempts.sql (in race_place's order, views/race_primary.sql: the race's
+    primary row first, the one every view reads), as they are, which the per-race list
     shows. ``primary``, ``winner`` and ``predicted`` (predicted_winner) point into them;
     ``predicted_winner`` names the predicted host and ``loss_predictable`` says whether a
     loss of the primary was predictable (``predict(primary, winner).clear``; None when the
