@@ -39,9 +39,6 @@ def per_10000_option() -> Any:
                   "[default: the gateway default 10.0]", metavar="X", min=0.0001)
 
 
-MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
-                     "unfinished_execution": "failed_after_receipt"}
-MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss
 UNTIMED = "window times unknown (block times not collected)"
 ACCOUNTING_BASIS = ("accounting API counters of dispatch phase confirmation_poc: they carry no times, so every "
                     "CPoC of the epoch counts together")
@@ -120,24 +117,6 @@ def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: date
     (one value per second of the span, each the most in flight at any moment of it)."""
     initial, steps = inflight_steps(intervals, start, end)
     return steps_profile(initial, steps, start, end)
-
-
-def miss_kind(a: Mapping[str, Any], have_dispositions: bool) -> str | None:
-    """What an attempt's nonce became: a miss kind, 'left_unfinished', 'not_applied' or None (done)."""
-    disp = a.get("disposition")
-    if disp in MISS_DISPOSITIONS:
-        return MISS_DISPOSITIONS[disp] if a.get("timeout_outcome") in MISS_OUTCOMES else "not_applied"
-    if disp is not None:
-        return None
-    if a.get("finished"):
-        return None
-    if not have_dispositions:          # no nonce_disposition lines at all: estimate from the receipt
-        return "failed_after_receipt_est" if a.get("has_receipt") else "refused_before_receipt_est"
-    return "left_unfinished"
-
-
-def is_miss(kind: str | None) -> bool:
-    return kind is not None and kind.startswith(("refused_before_receipt", "failed_after_receipt"))
 
 
 def evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, model: str) -> tuple[str, str]:
@@ -235,7 +214,8 @@ def not_collected(run: Run) -> str | None:
 
 def attempts(run: Run, lookback_minutes: float = DEFAULT_LOOKBACK_MINUTES) -> tuple[list[dict], bool]:
     """The logged attempts from ``lookback_minutes`` before the first timed window to the end of
-    the last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions.
+    the last, each with its miss ``kind`` and ``miss`` (the miss rule, views/nonce_miss.sql, in the
+    query); and whether the logs have dispositions.
     The query runs once a run, for the longest lookback asked (``poc-overload --lookback 5``
     and the window misses' default 10 share it); each caller gets its own span of it."""
     tw = timed(events(run))
@@ -244,12 +224,9 @@ def attempts(run: Run, lookback_minutes: float = DEFAULT_LOOKBACK_MINUTES) -> tu
     first = min(e["trigger_time"] for e in tw)
 
     def compute(minutes: float) -> tuple[float, list[dict], bool]:
-        rows = run.store.query("poc_overload_attempts", since=first - timedelta(minutes=minutes),
-                               until=max(e["val_end_time"] for e in tw))
         have_disp = bool(run.store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
-        for a in rows:
-            a["kind"] = miss_kind(a, have_disp)
-            a["miss"] = is_miss(a["kind"])
+        rows = run.store.query("poc_overload_attempts", since=first - timedelta(minutes=minutes),
+                               until=max(e["val_end_time"] for e in tw), have_dispositions=have_disp)
         return minutes, rows, have_disp
 
     widest = max(lookback_minutes, DEFAULT_LOOKBACK_MINUTES)
@@ -481,10 +458,9 @@ def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:
                                                        "other_slots_ghosts": {}})
         if r["slot_id"] is not None:
             esc["slots"].add(int(r["slot_id"]))
-        kind = MISS_DISPOSITIONS.get(r["disposition"])
-        if kind and r["timeout_outcome"] == "applied":
+        if r["miss"]:                                   # the miss rule: views/nonce_miss.sql
             e["misses"] += int(r["count"])
-            e["misses_by_kind"][kind] += int(r["count"])
+            e["misses_by_kind"][r["miss_kind"]] += int(r["count"])
             esc["misses"] += int(r["count"])
     for (p, _), e in out.items():
         e["misses_by_kind"] = dict(sorted(e["misses_by_kind"].items()))

@@ -35,8 +35,9 @@ Where the numbers come from, and what they assume, is printed with them:
 * Misses: the gateway's ``nonce_disposition`` of the attempt's nonce: ``unfinished_refused``
   (refused before the receipt) and ``unfinished_execution`` (failed after it), with the
   timeout applied (or its outcome not logged); an unfinished attempt without a
-  disposition is "left unfinished", not counted as a miss. Devshard misses reach the chain
-  only through settlement, without timestamps (chain-api.md 9.2, 12.4), so the window is
+  disposition is "left unfinished", not counted as a miss (the rule: queries/views/nonce_miss.sql).
+  Devshard misses reach the chain only through settlement, without timestamps (chain-api.md
+  9.2, 12.4), so the window is
   the attempt's start time; how much of the chain's ``missed_requests`` the logs cover is
   reported per host.
 * Counterfactual: the cap applies while PoC generation is active (trigger to gen_end, as
@@ -65,7 +66,7 @@ from ..times import MAX_SECONDS
 from . import capability, cpoc, misstest
 from .context import Run, run_for
 from .cpoc import (  # noqa: F401  (the pure rules stay importable from here)
-    DEFAULT_PER_10000, MISS_DISPOSITIONS, MISS_OUTCOMES, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
+    DEFAULT_PER_10000, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
     with_cpoc_evidence)
 from .frame import Call, Options, option, require_epoch
 
