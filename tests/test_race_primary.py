@@ -9,37 +9,30 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT, run_cli, run_json
+from test_hedging import LOG_1935, R1935, _race_completed as race_completed
 
 QUERIES_DIR = ROOT / "queries"
 
 REQ = "req-1792748400000000000-0032"
-PRIMARIES = ["aaaa1host", "zzzz2host"]      # the first line's host, then the copy's
 
 
 def _race_completed(nonce: int, host: str, winner: bool) -> str:
-    return (f"nonce={nonce} host={host} host_idx={nonce} participant=gonka1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq{host} "
-            f"model=Qwen/Qwen3-4B-Instruct-2507 input_tokens=900 winner={str(winner).lower()} finished=true "
-            f"responsive=true has_receipt=true confirmed_at=0 attempt_ms=2000 output_chunks=10 content_chunks=10 "
-            f"output_bytes=900 stream_bytes_read=900 usage_tokens=10 max_gap_ms=80 mean_gap_ms=20 "
-            "content_source=delta.content error_source=\"\" probe=false suspicious=false")
+    """test_hedging's race line, the loser's finished (a primary that lost, not one the hedge rescued)."""
+    line = race_completed(nonce, host, winner, 2000, 10, 900)
+    return line if winner else line.replace("finished=false", "finished=true").replace(" failure_reason=sse_truncated", "")
 
 
 def _log(primaries: list[str]) -> str:
-    lines = [
-        ("00.000000", "decision_made", "nonce=1 host=aaaa1host decision=pairwise_budgeted_speedup delay_ms=0 "
-                                       "max_attempts=2 group_size=16"),
-        ("00.010000", "started", "nonce=1 host=aaaa1host"),
-        ("00.020000", "started", "nonce=2 host=s3cchost"),
-        ("01.000000", "first_token", "nonce=2 host=s3cchost route=winner winner_nonce=2"),
-        ("01.010000", "winner_selected", "nonce=2"),
-        ("02.030000", "race_completed", _race_completed(2, "s3cchost", True)),
-        *[("02.040000", "race_completed", _race_completed(1, h, False)) for h in primaries],
-    ]
-    return "\n".join(f"2026/10/23 10:00:{t} request={REQ} stage={s} escrow=900 {kv}" for t, s, kv in lines) + "\n"
+    """test_hedging's #1935 race up to the winner's selection, then the winner's race line and one
+    primary race line per host of ``primaries``, in that order."""
+    head = "".join(LOG_1935.splitlines(keepends=True)[:5]).replace(R1935, REQ)      # decision_made .. winner_selected
+    lines = [("02.030000", "race_completed", _race_completed(2, "s3cchost", True)),
+             *[("02.040000", "race_completed", _race_completed(1, h, False)) for h in primaries]]
+    return head + "".join(f"2026/10/23 10:00:{t} request={REQ} stage={s} escrow=900 {kv}\n" for t, s, kv in lines)
 
 
 RANGE = ["--since", "2026-10-23T09:59Z", "--until", "2026-10-23T11:01Z"]
-HOSTS = ["aaaa1host", "zzzz2host", "mmmm3host"]
+HOSTS = ["pr1mhost", "zzzz2host", "mmmm3host"]
 
 
 def test_every_reader_picks_the_same_primary_row(tmp_path):
