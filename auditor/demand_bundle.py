@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SourceError, UsageError
+from .heights import in_cpoc_window
 
 FORMAT = "auditor demand bundle"
 VERSION = 1
@@ -291,8 +292,9 @@ def _windows(rows: list[dict], bad) -> list[dict]:
                 raise bad(f"epoch {key[0]} {key[1]} twice")
             lo, hi = r["covered_from"], r["covered_to"]
             if (lo is None) != (hi is None) or (lo is not None and not (
-                    r["start_time"] is not None and r["end_time"] is not None
-                    and r["start_time"] <= lo <= hi <= r["end_time"])):
+                    r["start_time"] is not None and r["end_time"] is not None and lo <= hi
+                    and in_cpoc_window(lo, r["start_time"], r["end_time"])
+                    and in_cpoc_window(hi, r["start_time"], r["end_time"]))):
                 raise bad(f"epoch {key[0]} {key[1]}: its coverage is not inside the window")
             windows[key] = {"epoch": r["epoch"], "window": r["window"], "start_height": r["start_height"],
                             "end_height": r["end_height"], "start": r["start_time"], "end": r["end_time"],
@@ -308,7 +310,7 @@ def _windows(rows: list[dict], bad) -> list[dict]:
                 raise bad(f"epoch {key[0]} {key[1]} {r['model']}: attempts not a count")
             m["attempts"], m["attempt_seconds"] = r["attempts"], r["attempt_seconds"]
         else:
-            if r["ts"] is None or r["delta"] is None or not w["start"] <= r["ts"] <= w["end"] \
+            if r["ts"] is None or r["delta"] is None or not in_cpoc_window(r["ts"], w["start"], w["end"]) \
                     or abs(r["delta"]) > 10**9:
                 raise bad(f"epoch {key[0]} {key[1]} {r['model']}: a step outside the window")
             if r["ts"] == w["start"] and m["initial"] is None and not m["steps"]:

@@ -57,6 +57,26 @@ def cpoc_windows(trigger: int, p: EpochParams) -> CpocWindows:
     return CpocWindows(trigger, g, gen_end, exchange_end, val_start, val_start + p.poc_validation_duration - 1)
 
 
+# -- the boundary rule of a cPoC window and its phases, for rows already read ----------------------
+# queries/views/in_cpoc_window.sql writes the rule for SQL (closed: [w_start, w_end], both ends
+# in); these say the same of values in hand, and tests/test_cpoc_window_rule.py holds them to
+# the macros and every window consumer to them.
+def in_cpoc_window(t, w_start, w_end) -> bool:
+    """Whether ``t`` is in the window (or phase) ``[w_start, w_end]``: in_cpoc_window in SQL."""
+    return w_start <= t <= w_end
+
+
+def overlaps_cpoc_window(a_start, a_end, w_start, w_end) -> bool:
+    """Whether something running from ``a_start`` to ``a_end`` meets ``[w_start, w_end]``:
+    overlaps_cpoc_window in SQL."""
+    return a_end >= w_start and a_start <= w_end
+
+
+def covers_cpoc_window(lo, hi, w_start, w_end) -> bool:
+    """Whether the span ``[lo, hi]`` (what logs cover) holds the whole window ``[w_start, w_end]``."""
+    return in_cpoc_window(w_start, lo, hi) and in_cpoc_window(w_end, lo, hi)
+
+
 def epoch_boundaries(start: int, next_start: int | None, p: EpochParams) -> dict[str, int]:
     """Named boundary heights of epoch N given S(N) and S(N+1) (None when N+1 is not known)."""
     this = poc_stages(start, p)

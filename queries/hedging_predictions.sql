@@ -4,15 +4,13 @@
 -- same pass over the races) the rescues' latency and each host's model: one row.
 -- hedging.py's thresholds are the parameters ($min_samples, $clear_ratio, $replace_ratio,
 -- $ab_min_comparisons, $ab_agreement, the decisions $speedup_decisions and $ab_decision).
--- A race's attempts are in their list order (primary first, then by nonce); its primary is
--- the first when its role is primary, its winner the first with winner=true.
---   predicted  the attempt whose host had the lowest prior first-token median (then receipt
---              median, then the primary, then the nonce) among those with $min_samples prior
---              samples and both medians; none when fewer than two qualify
---   predict(slow, fast)  none unless both hosts have $min_samples prior samples and a signal
---              (first token, then receipt) has both medians; ratio = slow median / fast median
---              (fast median 0: inf when slow > 0, else 1); clear when a signal's ratio is
---              >= $clear_ratio and slow's p25 > fast's p75 (ratio is then that signal's)
+-- A race's attempts are in their list order (race_place: primary first, then by nonce); its
+-- primary is its primary row (race_primary, views/race_primary.sql), its winner the first with
+-- winner=true.
+--   predicted  predicted_attempt, and predict(slow, fast) hedge_predict, with $min_samples and
+--              $clear_ratio: the prediction rule, views/hedge_prediction.sql (the listed races'
+--              predicted_winner and loss_predictable are queries/hedging_race_attempts.sql's, by
+--              the same rule)
 --   evaluable_races, prediction_right: races with a predicted attempt and a winner whose host
 --              had $min_samples samples; those where the predicted attempt is the winner
 --   hosts      per primary host: its losses (the winner is another attempt, no rescue), those
@@ -53,27 +51,22 @@ WITH races AS (
            t.role = 'secondary' AND t.start_reason = r.decision
                AND list_contains($speedup_decisions, r.decision) AS candidate,
            t.role = 'secondary' AND t.start_reason = $ab_decision AND r.decision = $ab_decision AS sample,
-           coalesce(p.prior_samples, 0) >= $min_samples AS enough,
-           p.ttft_q[2] AS ttft_med, p.ttft_q[1] AS ttft_p25, p.ttft_q[3] AS ttft_p75,
-           p.receipt_q[2] AS receipt_med, p.receipt_q[1] AS receipt_p25, p.receipt_q[3] AS receipt_p75
+           prior_enough(p.prior_samples, $min_samples) AS enough,
+           host_prior(prior_enough(p.prior_samples, $min_samples), p.ttft_q, p.receipt_q) AS pr
     FROM hedge_attempts t JOIN races r USING (request)
     LEFT JOIN hedge_priors p ON p.file_id = t.file_id AND p.line_no = t.line_no
     WHERE NOT t.probe
 ), placed AS (
     -- place: where the attempt stands in its race's list (primary first, then by nonce)
-    SELECT *, {'role': CASE WHEN role = 'primary' THEN 0 WHEN role IS NOT NULL THEN 1 ELSE 2 END,
-               'no_nonce': nonce IS NULL, 'nonce': coalesce(nonce, 0), 'pos': pos} AS place,
-           enough AND ttft_med IS NOT NULL AND receipt_med IS NOT NULL AS rated
+    SELECT *, race_place(role, nonce, pos) AS place,                      -- views/race_primary.sql
+           prior_rated(pr) AS rated
     FROM att
 ), picks AS (
     SELECT rn, count(*) AS attempts, sum(coalesce(attempt_ms, 0)) AS attempt_ms,
            sum(coalesce(output_bytes, 0)) AS output_bytes,
-           arg_min(pos, place) FILTER (WHERE role = 'primary') AS p_pos,     -- the first, as primaries come first
+           race_primary(pos, role, pos) AS p_pos,                   -- the race's primary row
            arg_min(pos, place) FILTER (WHERE winner) AS w_pos,
-           CASE WHEN count(*) FILTER (WHERE rated) >= 2
-                THEN arg_min(pos, {'ttft': ttft_med, 'receipt': receipt_med,
-                                   'secondary': coalesce(role <> 'primary', true), 'nonce': nonce, 'place': place})
-                         FILTER (WHERE rated) END AS predicted_pos,
+           predicted_attempt(pos, rated, pr, role, nonce, place) AS predicted_pos,
            arg_min(pos, place) FILTER (WHERE candidate) AS candidate_pos,
            count(*) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL) AS losers_after_winner,
            sum(after_winner_ms) FILTER (WHERE NOT winner AND after_winner_ms IS NOT NULL) AS after_winner_ms,
@@ -90,14 +83,7 @@ WITH races AS (
     -- the (slow, fast) attempts the prediction rule compares
     SELECT r.*, f.finished OR f.winner AS f_served, f.ttft_ms AS f_ttft_ms,
            f.attempt_ms AS f_attempt_ms, f.output_bytes AS f_output_bytes,
-           s.enough AND f.enough AS enough,
-           s.ttft_med IS NOT NULL AND f.ttft_med IS NOT NULL AS ttft_known,
-           s.receipt_med IS NOT NULL AND f.receipt_med IS NOT NULL AS receipt_known,
-           CASE WHEN f.ttft_med > 0 THEN s.ttft_med / f.ttft_med
-                WHEN s.ttft_med > 0 THEN 'inf'::DOUBLE ELSE 1.0 END AS ttft_ratio,
-           CASE WHEN f.receipt_med > 0 THEN s.receipt_med / f.receipt_med
-                WHEN s.receipt_med > 0 THEN 'inf'::DOUBLE ELSE 1.0 END AS receipt_ratio,
-           s.ttft_p25 > f.ttft_p75 AS ttft_apart, s.receipt_p25 > f.receipt_p75 AS receipt_apart
+           hedge_predict(s.pr, f.pr, $clear_ratio) AS prediction
     FROM (SELECT 'loss' AS kind, w_pos AS f_pos, * FROM race
           WHERE p_pos IS NOT NULL AND w_pos IS NOT NULL AND w_pos <> p_pos AND NOT rescue
           UNION ALL
@@ -109,14 +95,7 @@ WITH races AS (
     JOIN att s ON s.pos = r.p_pos
     JOIN att f ON f.pos = r.f_pos
 ), predicted AS (
-    SELECT *, enough AND (ttft_known OR receipt_known) AS has_prediction,
-           enough AND ((ttft_known AND ttft_ratio >= $clear_ratio AND ttft_apart)
-                       OR (receipt_known AND receipt_ratio >= $clear_ratio AND receipt_apart)) AS clear,
-           CASE WHEN NOT enough THEN NULL
-                WHEN ttft_known AND ttft_ratio >= $clear_ratio AND ttft_apart THEN ttft_ratio
-                WHEN receipt_known AND receipt_ratio >= $clear_ratio AND receipt_apart THEN receipt_ratio
-                WHEN ttft_known THEN ttft_ratio
-                WHEN receipt_known THEN receipt_ratio END AS ratio
+    SELECT *, prediction.has_prediction AS has_prediction, prediction.clear AS clear, prediction.ratio AS ratio
     FROM pairs
 ), timed AS (
     SELECT rn, place, host, latency_ms FROM placed WHERE latency_ms IS NOT NULL

@@ -113,6 +113,8 @@ def _store(con: duckdb.DuckDBPyConnection, races) -> None:
 def con(tmp_path_factory):
     with duckdb.connect(str(tmp_path_factory.mktemp("predictions") / "h.duckdb")) as c:
         c.execute((queries_dir() / "views" / "in_range.sql").read_text())     # the range rule the query calls
+        c.execute((queries_dir() / "views" / "race_primary.sql").read_text())  # and the race's primary row
+        c.execute((queries_dir() / "views" / "hedge_prediction.sql").read_text())  # and the prediction rule
         yield c
 
 

@@ -2,7 +2,8 @@
 (queries/hedging_predictions.sql) and fetches only the races it lists. This holds those counts
 to a walk over every race in Python, race by race in time order, as hedging.py did before:
 the walk reads the races `--all-races` lists (their attempts, with the hosts' priors) and
-applies hedging.predict / predicted_winner and the remedies' rules to them."""
+applies predict / predicted_winner (hedging.py's Python rule before, kept here as the
+reference) and the remedies' rules to them."""
 
 from __future__ import annotations
 
@@ -21,8 +22,50 @@ def _race(r: dict[str, Any]) -> dict[str, Any]:
     first = r["attempts"][0] if r["attempts"] else None
     r["primary"] = first if first is not None and first["role"] == "primary" else None
     r["winner"] = next((a for a in r["attempts"] if a["winner"]), None)
-    r["predicted"] = H.predicted_winner(r)
+    r["predicted"] = predicted_winner(r)
     return r
+
+
+def _enough(a: dict[str, Any]) -> bool:
+    return (a["prior_samples"] or 0) >= H.MIN_SAMPLES
+
+
+def predict(slow: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any] | None:
+    """Was ``fast``'s host predicted faster than ``slow``'s before the race? From their prior
+    (perf-window) first-token medians and quartiles, and their receipt medians and
+    quartiles. None when either host has fewer than H.MIN_SAMPLES prior samples. ``clear``:
+    on either signal the median ratio is >= H.CLEAR_RATIO and the quartile ranges are apart.
+    The prediction rule as hedging.py applied it in Python before; now only SQL has it
+    (views/hedge_prediction.sql), and this walk holds it to that."""
+    if not (_enough(slow) and _enough(fast)):
+        return None
+    out: dict[str, Any] = {"clear": False, "ratio": None, "signal": None}
+    for signal in ("ttft", "receipt"):
+        sm, fm = slow[f"prior_{signal}_median_ms"], fast[f"prior_{signal}_median_ms"]
+        if sm is None or fm is None:
+            continue
+        ratio = (sm / fm) if fm > 0 else (float("inf") if sm > 0 else 1.0)
+        apart = slow[f"prior_{signal}_p25_ms"] > fast[f"prior_{signal}_p75_ms"]
+        if out["ratio"] is None:
+            out["ratio"], out["signal"] = ratio, signal
+        if ratio >= H.CLEAR_RATIO and apart and not out["clear"]:
+            out.update(clear=True, ratio=ratio, signal=signal)
+    return out if out["signal"] else None
+
+
+def _speed_key(a: dict[str, Any]) -> tuple:
+    return (a["prior_ttft_median_ms"], a["prior_receipt_median_ms"], a["role"] != "primary", a["nonce"])
+
+
+def predicted_winner(race: dict[str, Any]) -> dict[str, Any] | None:
+    """The attempt whose host had the lowest prior first-token median (then receipt median,
+    then the primary), among attempts whose host had H.MIN_SAMPLES prior samples; None when
+    fewer than two attempts qualify."""
+    ok = [a for a in race["attempts"] if _enough(a)
+          and a["prior_ttft_median_ms"] is not None and a["prior_receipt_median_ms"] is not None]
+    if len(ok) < 2:
+        return None
+    return min(ok, key=_speed_key)
 
 
 def _saving() -> dict[str, Any]:
@@ -70,11 +113,11 @@ def walk(races: list[dict[str, Any]]) -> dict[str, Any]:
         p, w, pw = race["primary"], race["winner"], race["predicted"]
         for a in race["attempts"]:
             model_of.setdefault(a["host"], race["model"])
-        if pw is not None and w is not None and H._enough(w):
+        if pw is not None and w is not None and _enough(w):
             evaluable += 1
             right += pw is w
         if p is not None and w is not None and w is not p and not race["rescue"]:
-            pr = H.predict(p, w)
+            pr = predict(p, w)
             hosts[p["host"]]["losses"] += 1
             hosts[p["host"]]["with_prediction"] += pr is not None
             hosts[p["host"]]["predictable"] += bool(pr and pr["clear"])
@@ -85,11 +128,11 @@ def walk(races: list[dict[str, Any]]) -> dict[str, Any]:
                 never += 1
             elif w is not None and w["latency_ms"] is not None:
                 rescue_ms.append(p["latency_ms"] - w["latency_ms"])
-        if p is not None and pw is not None and pw is not p and (pr := H.predict(p, pw)) and pr["clear"]:
+        if p is not None and pw is not None and pw is not p and (pr := predict(p, pw)) and pr["clear"]:
             _alone(cf["speed_aware_primary"], race, pw)
         cand = next((a for a in race["attempts"] if a["role"] == "secondary" and a["start_reason"] == race["decision"]),
                     None) if race["decision"] in H.SPEEDUP_DECISIONS else None
-        if p is not None and cand is not None and (pr := H.predict(p, cand)) and (pr["ratio"] or 0) >= H.REPLACE_RATIO:
+        if p is not None and cand is not None and (pr := predict(p, cand)) and (pr["ratio"] or 0) >= H.REPLACE_RATIO:
             _alone(cf["replace_instead_of_add"], race, cand)
         losers = [a for a in race["attempts"] if not a["winner"] and a["after_winner_ms"] is not None]
         if w is not None and losers:
@@ -171,3 +214,39 @@ def test_the_fixtures_exercise_every_rule(report):
     assert cf["cancel_losers"]["races"] > 0
     if report["range"]["from"] == "--since/--until":               # incident and small: hand-made cases
         assert cf["speed_aware_primary"]["races"] > 0 and cf["stop_ab_sampling"]["races"] > 0
+
+
+def test_the_listed_races_predictions_are_the_rules(report):
+    """Issue 32: each listed race's predicted_winner and loss_predictable come from SQL
+    (queries/hedging_race_attempts.sql, by views/hedge_prediction.sql), and they are what the
+    Python rule of before says of the race; the fixtures have both kinds of answer."""
+    seen = Counter()
+    for race in map(_race, report["races"]):
+        p, w, pw = race["primary"], race["winner"], race["predicted"]
+        assert race["predicted_winner"] == (pw["host"] if pw else None), race["request"]
+        pr = None if p is None or w is None or w is p or race["rescue"] else predict(p, w)
+        assert race["loss_predictable"] == (None if pr is None else pr["clear"]), race["request"]
+        seen[race["loss_predictable"]] += 1
+        assert not any(k.startswith("race_") for a in race["attempts"] for k in a)   # taken off into the race
+    assert seen[None] and (seen[True] or seen[False])
+
+
+def test_one_prediction_rule_in_sql_that_every_reader_applies():
+    """The prediction rule is written once (views/hedge_prediction.sql); both queries that
+    predict apply it, and hedging.py applies none of its own (it passes the thresholds)."""
+    import inspect
+    import re
+
+    from conftest import ROOT
+
+    queries = ROOT / "queries"
+    for name in ("hedging_predictions.sql", "hedging_race_attempts.sql"):
+        sql = (queries / name).read_text(encoding="utf-8")
+        for macro in ("host_prior(", "prior_enough(", "predicted_attempt(", "hedge_predict("):
+            assert macro in sql, f"{name} does not apply {macro}"
+        code = "\n".join(line.split("--")[0] for line in sql.splitlines())
+        assert not re.search(r">=\s*\$clear_ratio|ttft_p25\s*>|'inf'::DOUBLE", code), \
+            f"{name} restates the prediction rule"
+    src = inspect.getsource(H)
+    assert not hasattr(H, "predict") and not hasattr(H, "predicted_winner")
+    assert not re.search(r"median_ms\"\]\s*[<>]|>=\s*CLEAR_RATIO|_p25_ms", src), "hedging.py restates the prediction rule"

@@ -218,7 +218,7 @@ def test_html_charts_say_what_failed(demo, tmp_path):
     assert all(f"<figcaption>{m['model_id']}:" in targets for m in models)
     poc = html.split('<section id="section-poc-overload">')[1].split("</svg>")[0]
     assert [t for t in re.findall(r'<rect class="span"[^>]*><title>([^<]+)</title>', poc)] == [
-        "grace", "generation", "validation (from the end of generation)"]
+        "grace", "generation", "validation"]
 
 
 def test_html_report_in_a_real_browser(demo, tmp_path):

@@ -110,9 +110,54 @@ def as_listed_from_the_whole(before: dict, now: dict) -> None:
         assert min(map(waste, new)) >= sorted(map(waste, old), reverse=True)[len(new) - 1]
 
 
-# issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
-# hedging command with --all-races lists them all, and is held to the old full list)
-CHANGED: dict[tuple[str, str], object] = {("epoch", "hedging.races"): as_listed_from_the_whole}
+def _val_starts() -> dict[str, str | None]:
+    """Each cPoC event's validation start time, by its trigger time, as the goldens' epoch
+    reports give it (cpoc_events: the chain's val_start height's block time)."""
+    out: dict[str, str | None] = {}
+    for case in golden.CASES:
+        if case.argv[0] == "epoch":
+            out.update({e["trigger_time"]: e["val_start_time"]
+                        for e in golden.load_golden(case)["output"].get("cpoc_events") or []})
+    return out
+
+
+def validation_from_its_start(before: dict, now: dict) -> None:
+    """Issue 32: poc-overload's events say when validation starts (``val_start_time``, the
+    chain's), and the chart shades validation from there, not from the end of generation.
+    Each event is the old one with that key alone added, and the chart's grace and
+    generation are as the old chart drew them."""
+    from auditor.analyses import poc_overload
+    from auditor.analyses.frame import chart_time
+
+    def events(result: dict) -> list:
+        out = result["output"]
+        if isinstance(out, dict) and "poc_overload" in out:
+            out = out["poc_overload"] or {}
+        return out.get("events", []) if isinstance(out, dict) else []
+
+    old, new, val_starts = events(before), events(now), _val_starts()
+    assert len(new) == len(old)
+    for o, n in zip(old, new):
+        assert {k: v for k, v in n.items() if k != "val_start_time"} == o
+        assert n["val_start_time"] == val_starts[o["start"]]
+        assert o["gen_end_time"] < n["val_start_time"] < o["end"]
+        spans = poc_overload._phases(n)
+        assert [s["label"] for s in spans] == ["grace", "generation", "validation"]
+        assert spans[:2] == [{"from": chart_time(a), "to": chart_time(b), "label": label} for label, a, b in
+                             (("grace", o["start"], o["gen_start_time"]),
+                              ("generation", o["gen_start_time"], o["gen_end_time"]))]
+        assert spans[2] == {"from": chart_time(n["val_start_time"]), "to": chart_time(o["end"]),
+                            "label": "validation"}
+
+
+CHANGED: dict[tuple[str, str], object] = {
+    # issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
+    # hedging command with --all-races lists them all, and is held to the old full list)
+    ("epoch", "hedging.races"): as_listed_from_the_whole,
+    # issue 32: the cPoC chart's validation starts at val_start (the events say when)
+    ("poc-overload", "events"): validation_from_its_start,
+    ("epoch", "poc_overload.events"): validation_from_its_start,
+}
 
 
 def new_analyses() -> set[str]:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from ..heights import covers_cpoc_window, in_cpoc_window, overlaps_cpoc_window
 from ..result import Finding, utc_text
 from .context import Run
 
@@ -38,9 +39,6 @@ def per_10000_option() -> Any:
                   "[default: the gateway default 10.0]", metavar="X", min=0.0001)
 
 
-MISS_DISPOSITIONS = {"unfinished_refused": "refused_before_receipt",
-                     "unfinished_execution": "failed_after_receipt"}
-MISS_OUTCOMES = {None, "", "applied"}          # timeout outcome that makes an unfinished nonce a miss
 UNTIMED = "window times unknown (block times not collected)"
 ACCOUNTING_BASIS = ("accounting API counters of dispatch phase confirmation_poc: they carry no times, so every "
                     "CPoC of the epoch counts together")
@@ -121,35 +119,17 @@ def inflight_profile(intervals: Iterable[tuple[datetime, datetime]], start: date
     return steps_profile(initial, steps, start, end)
 
 
-def miss_kind(a: Mapping[str, Any], have_dispositions: bool) -> str | None:
-    """What an attempt's nonce became: a miss kind, 'left_unfinished', 'not_applied' or None (done)."""
-    disp = a.get("disposition")
-    if disp in MISS_DISPOSITIONS:
-        return MISS_DISPOSITIONS[disp] if a.get("timeout_outcome") in MISS_OUTCOMES else "not_applied"
-    if disp is not None:
-        return None
-    if a.get("finished"):
-        return None
-    if not have_dispositions:          # no nonce_disposition lines at all: estimate from the receipt
-        return "failed_after_receipt_est" if a.get("has_receipt") else "refused_before_receipt_est"
-    return "left_unfinished"
-
-
-def is_miss(kind: str | None) -> bool:
-    return kind is not None and kind.startswith(("refused_before_receipt", "failed_after_receipt"))
-
-
 def evidence_state(span: Mapping[str, Any], start: datetime, end: datetime, model: str) -> tuple[str, str]:
     """How much the gateway logs (``span``) say about ``model`` in ``[start, end]``: none,
     partial or full, and the sentence that says so."""
     first, last = span.get("first_ts"), span.get("last_ts")
     if first is None:
         return "none", "no gateway logs in the store"
-    if last < start or first > end:
+    if not overlaps_cpoc_window(first, last, start, end):
         return "none", f"the gateway logs ({utc_text(first)} to {utc_text(last)}) do not reach this window"
     if model not in (span.get("models") or []):
         return "none", f"the gateway logs name no traffic for {model}: no evidence of its load"
-    if first > start or last < end:
+    if not covers_cpoc_window(first, last, start, end):
         return "partial", f"the gateway logs cover only {utc_text(max(first, start))} to {utc_text(min(last, end))}"
     return "full", "the gateway logs span the whole window"
 
@@ -200,8 +180,8 @@ def gateway_demand(run: Run) -> list[dict]:
             d = {"epoch": run.epoch, "window": w["window"], "start_height": w["start_height"],
                  "end_height": w["end_height"], "start": start, "end": end, "covered": None, "models": {}}
             out.append(d)
-            if start is None or end is None or not (
-                    span["first_ts"] is not None and span["first_ts"] <= end and span["last_ts"] >= start):
+            if start is None or end is None or span["first_ts"] is None or not overlaps_cpoc_window(
+                    span["first_ts"], span["last_ts"], start, end):
                 continue
             lo, hi = max(start, span["first_ts"]), min(end, span["last_ts"])
             by_model: dict[str, list] = defaultdict(list)
@@ -234,7 +214,8 @@ def not_collected(run: Run) -> str | None:
 
 def attempts(run: Run, lookback_minutes: float = DEFAULT_LOOKBACK_MINUTES) -> tuple[list[dict], bool]:
     """The logged attempts from ``lookback_minutes`` before the first timed window to the end of
-    the last, each with its miss ``kind`` and ``miss``; and whether the logs have dispositions.
+    the last, each with its miss ``kind`` and ``miss`` (the miss rule, views/nonce_miss.sql, in the
+    query); and whether the logs have dispositions.
     The query runs once a run, for the longest lookback asked (``poc-overload --lookback 5``
     and the window misses' default 10 share it); each caller gets its own span of it."""
     tw = timed(events(run))
@@ -243,12 +224,9 @@ def attempts(run: Run, lookback_minutes: float = DEFAULT_LOOKBACK_MINUTES) -> tu
     first = min(e["trigger_time"] for e in tw)
 
     def compute(minutes: float) -> tuple[float, list[dict], bool]:
-        rows = run.store.query("poc_overload_attempts", since=first - timedelta(minutes=minutes),
-                               until=max(e["val_end_time"] for e in tw))
         have_disp = bool(run.store.one("SELECT count(*) FROM log_nonce_dispositions")[0])
-        for a in rows:
-            a["kind"] = miss_kind(a, have_disp)
-            a["miss"] = is_miss(a["kind"])
+        rows = run.store.query("poc_overload_attempts", since=first - timedelta(minutes=minutes),
+                               until=max(e["val_end_time"] for e in tw), have_dispositions=have_disp)
         return minutes, rows, have_disp
 
     widest = max(lookback_minutes, DEFAULT_LOOKBACK_MINUTES)
@@ -286,7 +264,7 @@ def host_windows(run: Run) -> list[dict]:
                     evidence_state(span, ev["trigger_time"], ev["val_end_time"], model)
                 misses = None if state == "none" else sum(
                     1 for a in rows if a["miss"] and a["participant"] == p and a["model"] == model
-                    and ev["trigger_time"] <= a["start_ts"] <= ev["val_end_time"])
+                    and in_cpoc_window(a["start_ts"], ev["trigger_time"], ev["val_end_time"]))
                 out.append({"episode": ev["episode"], "participant": p, "model": model, "event": ev, "host": h,
                             "timed": is_timed, "state": state, "detail": detail, "misses": misses})
         return out
@@ -480,10 +458,9 @@ def _accounting(rows: list[dict]) -> dict[tuple[str, str], dict]:
                                                        "other_slots_ghosts": {}})
         if r["slot_id"] is not None:
             esc["slots"].add(int(r["slot_id"]))
-        kind = MISS_DISPOSITIONS.get(r["disposition"])
-        if kind and r["timeout_outcome"] == "applied":
+        if r["miss"]:                                   # the miss rule: views/nonce_miss.sql
             e["misses"] += int(r["count"])
-            e["misses_by_kind"][kind] += int(r["count"])
+            e["misses_by_kind"][r["miss_kind"]] += int(r["count"])
             esc["misses"] += int(r["count"])
     for (p, _), e in out.items():
         e["misses_by_kind"] = dict(sorted(e["misses_by_kind"].items()))

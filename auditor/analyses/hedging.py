@@ -94,67 +94,21 @@ RACE_KEYS = ("request", "race_ts", "escrow", "model", "decision", "delay_ms", "p
 
 def group_races(races: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of queries/hedging_races.sql, each with its ``attempts``: the rows of
-    queries/hedging_race_attempts.sql (primary first), as they are, which the per-race list
-    shows. ``primary``, ``winner`` and ``predicted`` (predicted_winner) point into them;
-    ``predicted_winner`` names the predicted host and ``loss_predictable`` says whether a
-    loss of the primary was predictable (``predict(primary, winner).clear``; None when the
-    primary did not lose, the hedge rescued it, or no prediction was made)."""
+    queries/hedging_race_attempts.sql (in race_place's order, views/race_primary.sql: the race's
+    primary row first, the one every view reads), as they are, which the per-race list shows,
+    less the two facts of the race each row carries, which the race takes:
+    ``predicted_winner``, the predicted host, and ``loss_predictable``, whether a loss of the
+    primary was predictable (None when the primary did not lose, the hedge rescued it, or no
+    prediction was made), both by the prediction rule (views/hedge_prediction.sql)."""
     by_request = {r["request"]: r for r in races}
     for r in races:
-        r["attempts"] = []
+        r["attempts"], r["predicted_winner"], r["loss_predictable"] = [], None, None
     for a in attempts:
-        by_request[a.pop("request")]["attempts"].append(a)
-    for r in races:
-        first = r["attempts"][0] if r["attempts"] else None
-        r["primary"] = first if first is not None and first["role"] == "primary" else None
-        r["winner"] = next((a for a in r["attempts"] if a["winner"]), None)
-        r["predicted"] = predicted_winner(r)
-        r["predicted_winner"] = r["predicted"]["host"] if r["predicted"] else None
-        p, w = r["primary"], r["winner"]
-        pr = None if p is None or w is None or w is p or r["rescue"] else predict(p, w)
-        r["loss_predictable"] = None if pr is None else pr["clear"]
+        r = by_request[a.pop("request")]
+        r["predicted_winner"] = a.pop("race_predicted_winner")
+        r["loss_predictable"] = a.pop("race_loss_predictable")
+        r["attempts"].append(a)
     return races
-
-
-def _enough(a: dict[str, Any]) -> bool:
-    return (a["prior_samples"] or 0) >= MIN_SAMPLES
-
-
-def predict(slow: dict[str, Any], fast: dict[str, Any]) -> dict[str, Any] | None:
-    """Was ``fast``'s host predicted faster than ``slow``'s before the race? From their prior
-    (perf-window) first-token medians and quartiles, and their receipt medians and
-    quartiles. None when either host has fewer than MIN_SAMPLES prior samples. ``clear``:
-    on either signal the median ratio is >= CLEAR_RATIO and the quartile ranges are apart.
-    queries/hedging_predictions.sql applies the same rule to every race."""
-    if not (_enough(slow) and _enough(fast)):
-        return None
-    out: dict[str, Any] = {"clear": False, "ratio": None, "signal": None}
-    for signal in ("ttft", "receipt"):
-        sm, fm = slow[f"prior_{signal}_median_ms"], fast[f"prior_{signal}_median_ms"]
-        if sm is None or fm is None:
-            continue
-        ratio = (sm / fm) if fm > 0 else (float("inf") if sm > 0 else 1.0)
-        apart = slow[f"prior_{signal}_p25_ms"] > fast[f"prior_{signal}_p75_ms"]
-        if out["ratio"] is None:
-            out["ratio"], out["signal"] = ratio, signal
-        if ratio >= CLEAR_RATIO and apart and not out["clear"]:
-            out.update(clear=True, ratio=ratio, signal=signal)
-    return out if out["signal"] else None
-
-
-def _speed_key(a: dict[str, Any]) -> tuple:
-    return (a["prior_ttft_median_ms"], a["prior_receipt_median_ms"], a["role"] != "primary", a["nonce"])
-
-
-def predicted_winner(race: dict[str, Any]) -> dict[str, Any] | None:
-    """The attempt whose host had the lowest prior first-token median (then receipt median,
-    then the primary), among attempts whose host had MIN_SAMPLES prior samples; None when
-    fewer than two attempts qualify."""
-    ok = [a for a in race["attempts"] if _enough(a)
-          and a["prior_ttft_median_ms"] is not None and a["prior_receipt_median_ms"] is not None]
-    if len(ok) < 2:
-        return None
-    return min(ok, key=_speed_key)
 
 
 # -- over every race of the range: queries/hedging_predictions.sql ---------------------------------
@@ -637,7 +591,8 @@ def _listed_races(store: Any, args: dict[str, Any], listed: int | None, page: in
     races = store.query("hedging_races", **args, listed=listed, page=page, offset=offset)
     if not races:
         return []
-    return group_races(races, store.query("hedging_race_attempts", **args, requests=[r["request"] for r in races]))
+    return group_races(races, store.query("hedging_race_attempts", **args, requests=[r["request"] for r in races],
+                                          min_samples=MIN_SAMPLES, clear_ratio=CLEAR_RATIO))
 
 
 def _race_pages(store: Any, args: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:

@@ -35,8 +35,9 @@ Where the numbers come from, and what they assume, is printed with them:
 * Misses: the gateway's ``nonce_disposition`` of the attempt's nonce: ``unfinished_refused``
   (refused before the receipt) and ``unfinished_execution`` (failed after it), with the
   timeout applied (or its outcome not logged); an unfinished attempt without a
-  disposition is "left unfinished", not counted as a miss. Devshard misses reach the chain
-  only through settlement, without timestamps (chain-api.md 9.2, 12.4), so the window is
+  disposition is "left unfinished", not counted as a miss (the rule: queries/views/nonce_miss.sql).
+  Devshard misses reach the chain only through settlement, without timestamps (chain-api.md
+  9.2, 12.4), so the window is
   the attempt's start time; how much of the chain's ``missed_requests`` the logs cover is
   reported per host.
 * Counterfactual: the cap applies while PoC generation is active (trigger to gen_end, as
@@ -59,12 +60,13 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from ..heights import in_cpoc_window, overlaps_cpoc_window
 from ..result import Finding, Result, Table, utc_text
 from ..times import MAX_SECONDS
 from . import capability, cpoc, misstest
 from .context import Run, run_for
 from .cpoc import (  # noqa: F401  (the pure rules stay importable from here)
-    DEFAULT_PER_10000, MISS_DISPOSITIONS, MISS_OUTCOMES, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
+    DEFAULT_PER_10000, PER_10000_DEFAULT_SOURCE, host_cap, inflight_profile,
     with_cpoc_evidence)
 from .frame import Call, Options, option, require_epoch
 
@@ -214,7 +216,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
             "events": [{"episode": e["episode"], "trigger_height": e["trigger_height"], "gen_end": e["gen_end"],
                         "val_end": e["val_end"], "start": e["trigger_time"],
                         "gen_end_time": e["gen_end_time"], "end": e["val_end_time"],
-                        "gen_start_time": e.get("gen_start_time")}
+                        "gen_start_time": e.get("gen_start_time"), "val_start_time": e.get("val_start_time")}
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
@@ -278,8 +280,8 @@ def _event(ev: Mapping[str, Any], inp: _Inputs) -> _Event:
     cap_end = end if inp.opt.cap_span == "window" else (ev["gen_end_time"] or end)
     lookback = inp.lookback
     return _Event(ev, start, end, cap_end,
-                  in_win=[a for a in inp.attempts if start <= a["start_ts"] <= end],
-                  running=[a for a in inp.attempts if a["start_ts"] <= end and a["end_ts"] >= start],
+                  in_win=[a for a in inp.attempts if in_cpoc_window(a["start_ts"], start, end)],
+                  running=[a for a in inp.attempts if overlaps_cpoc_window(a["start_ts"], a["end_ts"], start, end)],
                   before=[a for a in inp.attempts if start - lookback <= a["start_ts"] < start],
                   ghosts=inp.ghosts.get(ev["episode"], []))
 
@@ -657,7 +659,8 @@ def _metrics_budget(scrapes: list[dict], events: list[dict], per_10000: float) -
         t, e, w, wb = sc["scraped_at"], sc["effective_max"], sc["total_weight"], sc["baseline_weight"]
         if t is None or e is None or not w:
             continue
-        ev = next((x for x in events if x["trigger_time"] <= t <= (x["gen_end_time"] or x["val_end_time"])), None)
+        ev = next((x for x in events
+                   if in_cpoc_window(t, x["trigger_time"], x["gen_end_time"] or x["val_end_time"])), None)
         if ev is None:
             continue
         weight = min(w, wb) if wb else w
@@ -790,18 +793,27 @@ def charts(result: Result) -> list:
     return out
 
 
+# the phases of a cPoC window the chart shades, by the event's keys of their edges (the
+# window's heights: views/cpoc_windows.sql); between generation and validation lie the
+# exchange and the validation delay, not shaded
+PHASES = (("grace", "start", "gen_start_time"), ("generation", "gen_start_time", "gen_end_time"),
+          ("validation", "val_start_time", "end"))
+
+
 def _phases(event: dict | None) -> list[dict]:
-    """The shaded phases of a cPoC window: grace (trigger to generation start), generation,
-    then validation (from the end of generation: the exchange and the validation delay too);
-    a phase whose block time was not collected is not drawn."""
+    """The shaded phases of a cPoC window (PHASES): grace (trigger to generation start),
+    generation, and validation from its own start; a phase whose block time was not collected
+    is not drawn."""
     from .frame import chart_time
 
     if event is None:
         return []
-    edges = [event.get(k) for k in ("start", "gen_start_time", "gen_end_time", "end")]
-    names = ["grace", "generation", "validation (from the end of generation)"]
-    return [{"from": chart_time(a), "to": chart_time(b), "label": n}
-            for n, a, b in zip(names, edges, edges[1:]) if a not in (None, "?") and b not in (None, "?")]
+    out = []
+    for name, a, b in PHASES:
+        lo, hi = event.get(a), event.get(b)
+        if lo not in (None, "?") and hi not in (None, "?"):
+            out.append({"from": chart_time(lo), "to": chart_time(hi), "label": name})
+    return out
 
 
 def metrics(result: Result) -> Iterable[tuple[str, tuple[str, ...], float]]:

@@ -45,6 +45,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SourceError, UsageError
+from ..heights import covers_cpoc_window
 from ..result import Finding, Result, Table, utc_text
 from .. import demand_bundle
 from . import cpoc
@@ -230,7 +231,7 @@ def _epoch_demand(run_: Run, by_window: Mapping[tuple[int, str], list]) -> dict:
                                    "evidence": "none", "detail": "no gateway log line in this window"})
             continue
         lo, hi = min(p[1]["covered"][0] for p in parts), max(p[1]["covered"][1] for p in parts)
-        full = lo <= start and hi >= end
+        full = covers_cpoc_window(lo, hi, start, end)
         models = sorted({m for _, pw in parts for m in pw["models"]})
         for m in models:
             mine = [pw["models"][m] for _, pw in parts if m in pw["models"]]

@@ -8,6 +8,9 @@
 --   generation       [gen_start, gen_end]; [trigger, gen_end] is where the gateway's PoC
 --                    concurrency budget, and the proposed per-host cap, apply
 --   validation       [val_start, val_end]
+-- Every edge is in its phase: membership of the window and of each phase is closed, the one
+-- rule of views/in_cpoc_window.sql (in_cpoc_window, overlaps_cpoc_window), which every query
+-- and the poc-overload chart's phases follow.
 -- Times are the stored TIMESTAMPTZ (microseconds); the chain's nanosecond text stays in
 -- chain_block_times.time_text as provenance.
 -- Reads: chain_cpoc_events, chain_block_times.

@@ -44,10 +44,10 @@
 --              attempt_ms. Likewise a loser's end, for wasted_ms, is its end_stage_ts where its
 --              race_completed line came more than 1 s after it (end_from_stage_line), else the
 --              race_completed line's time.
--- A race's winner (and its primary's failure) is its first such attempt by line (end_pos):
--- one race line stored twice (a copy of it collected beside its log) gives two, and the pick
--- must not depend on the order a plan reads them (the views of races and of requests pick
--- their primary the same way).
+-- A race's winner is its first such attempt by line (end_pos): one race line stored twice (a
+-- copy of it collected beside its log) gives two, and the pick must not depend on the order a
+-- plan reads them. Its primary's failure is its primary row's (views/race_primary.sql), the
+-- row the views of races and of requests read too.
 -- Reads: attempts, log_escalations.
 CREATE OR REPLACE VIEW hedge_attempts AS
 WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both use it
@@ -76,7 +76,7 @@ WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both us
            arg_min_null(start_reason, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_start_reason,
            arg_min_null(coalesce(winner_selected_ts, first_token_ts), end_pos) FILTER (WHERE winner AND NOT probe)
                AS race_winner_selected_ts,
-           arg_min_null(NOT finished AND NOT cancelled AND NOT failed_after_suppression, end_pos) FILTER (WHERE role = 'primary')
+           race_primary(NOT finished AND NOT cancelled AND NOT failed_after_suppression, role, end_pos)
                AS primary_failed,
            min(started_ts) AS race_started_ts
     FROM reasons GROUP BY request

@@ -2,6 +2,7 @@
 -- primary, winner, whether the hedge rescued the primary, and the work its losers threw away.
 -- hedged: at least one secondary attempt ran. primary_won: the primary's attempt is the
 -- winner; primary_lost: another attempt won.
+-- The primary's facts are its race's primary row (views/race_primary.sql).
 -- Reads: hedge_attempts.
 CREATE OR REPLACE VIEW hedge_races AS
 SELECT
@@ -13,7 +14,7 @@ SELECT
     any_value(delay_ms) AS delay_ms,
     any_value(primary_nonce) AS primary_nonce,
     bool_or(primary_inferred) AS primary_inferred,
-    arg_min_null(host, end_pos) FILTER (WHERE role = 'primary') AS primary_host,
+    race_primary(host, role, end_pos) AS primary_host,
     count(*) FILTER (WHERE NOT probe) AS attempts,
     count(*) FILTER (WHERE role = 'secondary') AS secondaries,
     count(*) FILTER (WHERE role = 'secondary') > 0 AS hedged,
@@ -25,9 +26,9 @@ SELECT
     coalesce(bool_or(winner AND role = 'primary'), false) AS primary_won,
     coalesce(any_value(winner_role) = 'secondary', false) AS primary_lost,
     coalesce(any_value(rescue), false) AS rescue,
-    arg_min_null(finished, end_pos) FILTER (WHERE role = 'primary') AS primary_finished,
-    arg_min_null(suppressed_loser, end_pos) FILTER (WHERE role = 'primary') AS primary_suppressed,
-    arg_min_null(ttft_ms, end_pos) FILTER (WHERE role = 'primary') AS primary_ttft_ms,
+    race_primary(finished, role, end_pos) AS primary_finished,
+    race_primary(suppressed_loser, role, end_pos) AS primary_suppressed,
+    race_primary(ttft_ms, role, end_pos) AS primary_ttft_ms,
     arg_min_null(ttft_ms, end_pos) FILTER (WHERE winner AND NOT probe) AS winner_ttft_ms,
     count(*) FILTER (WHERE suppressed_loser) AS suppressed_losers,
     count(*) FILTER (WHERE wasted) AS wasted_attempts,

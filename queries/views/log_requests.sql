@@ -41,7 +41,7 @@ GROUP BY request
 SELECT request, decision, max_attempts FROM request_decisions
 ), a AS (
 SELECT request, any_value(primary_nonce) AS primary_nonce, any_value(primary_inferred) AS primary_inferred,
-       arg_min_null(host, end_pos) FILTER (WHERE role = 'primary') AS primary_host,
+       race_primary(host, role, end_pos) AS primary_host,      -- views/race_primary.sql
        count(*) FILTER (WHERE suppressed_loser) AS suppressed_losers
 FROM attempts WHERE request IS NOT NULL GROUP BY request
 )
