@@ -225,7 +225,8 @@ def test_go_duration_formatter_matches_go():
 
 UINT = st.integers(0, 2**63 - 1)
 ID = st.integers(1, 10**12)
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+# no NUL: a line with one in a value is rejected by design (gatewaylog_parse._reject_nul, nul_char)
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x00"), max_size=20)
 WORD = st.from_regex(r"[a-z_]{1,16}", fullmatch=True)
 MODEL = st.from_regex(r"[A-Za-z0-9._-]{1,12}/[A-Za-z0-9._-]{1,16}", fullmatch=True)
 TIME = st.datetimes(datetime(2024, 6, 1), datetime(2030, 1, 1)).map(lambda t: t.replace(tzinfo=timezone.utc))
