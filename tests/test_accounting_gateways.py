@@ -77,6 +77,21 @@ def test_each_accounting_url_is_its_own_gateway_stored_once(two_gateways):
     assert q(db, "SELECT gateway, count(*) FROM acct_counters GROUP BY 1 ORDER BY 1") == before
 
 
+def test_targets_estimate_sums_every_gateway(two_gateways):
+    """#36: the accounting-only estimate counts every gateway's confirmation_poc requests and says
+    how many gateways it counted."""
+    d = run_json("targets", "403", "--offline", "-f", "json", db=two_gateways["db"])
+    est = d["network_estimate"]
+    m = est["models"][DS]
+    assert m["requests"] == 2 * CPOC_REQUESTS_A
+    assert est["gateways_counted"] == 2
+    assert est["gateways"] == sorted([two_gateways["a"], two_gateways["b"]])
+    assert sorted(s["gateway"] for s in m["sources"]) == est["gateways"]
+    assert "2 gateway(s)" in est["inputs"]
+    out = run_cli("targets", "403", "--offline", "-f", "md", db=two_gateways["db"])
+    assert out.returncode in (0, 1) and "2 gateway(s)" in out.stdout
+
+
 def test_two_urls_one_gateway_once_redacted_is_a_usage_error(tmp_path):
     db = tmp_path / "x.duckdb"
     r = run_cli("collect", "--accounting", "http://op:secret1@127.0.0.1:9/", "--accounting",
