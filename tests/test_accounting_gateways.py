@@ -92,6 +92,50 @@ def test_targets_estimate_sums_every_gateway(two_gateways):
     assert out.returncode in (0, 1) and "2 gateway(s)" in out.stdout
 
 
+def _host(participants):
+    [p] = [p for p in participants if p.endswith(HOST)]
+    return p
+
+
+def test_poc_overload_misses_by_gateway(two_gateways):
+    """#33: a participant's misses per gateway, and together above the chain's is a discrepancy."""
+    a, b = two_gateways["a"], two_gateways["b"]
+    d = run_json("poc-overload", "403", "--offline", "-f", "json", db=two_gateways["db"])
+    host = _host(d["cpoc_misses"])
+    assert d["cpoc_misses"][host]["misses_by_gateway"] == {a: 975, b: B_MISSES}
+    [zeroed] = [f for f in d["findings"] if f["code"] == "reward_zeroed_miss_test" and f["subject"]["id"] == host]
+    assert zeroed["evidence"]["misses_by_gateway"] == {a: 975, b: B_MISSES}
+    together = [f for f in d["findings"] if f["code"] == "miss_count_discrepancy" and f["subject"]["id"] == host
+                and "2 gateways together" in f["evidence"]["count_source"]]
+    assert [f["evidence"]["count"] for f in together] == [975 + B_MISSES]
+    t = run_cli("poc-overload", "403", "--offline", "-f", "md", db=two_gateways["db"])
+    table = t.stdout[t.stdout.index("Misses per gateway"):]
+    assert re.search(rf"{HOST}.*{re.escape(b)}.*\b{B_MISSES}\b", table), table[:2000]
+
+
+def test_misstest_misses_by_gateway(two_gateways):
+    a, b = two_gateways["a"], two_gateways["b"]
+    d = run_json("misstest", "403", "--offline", "-f", "json", db=two_gateways["db"])
+    [row] = [r for r in d["participants"] if r["participant"].endswith(HOST)]
+    assert row["misses_by_gateway"] == {a: 975, b: B_MISSES}
+    [zeroed] = [f for f in d["findings"] if f["code"] == "reward_zeroed_miss_test"
+                and f["subject"]["id"] == row["participant"]]
+    assert zeroed["evidence"]["misses_by_gateway"] == {a: 975, b: B_MISSES}
+    t = run_cli("misstest", "403", "--offline", "-f", "csv", db=two_gateways["db"])
+    assert "misses_by_gateway" in t.stdout.splitlines()[0] and f"{b}: {B_MISSES}" in t.stdout
+
+
+def test_one_gateway_has_no_misses_by_gateway(tmp_path):
+    """One gateway's store reads as before: no per-gateway key (its count is the accounting's)."""
+    db = tmp_path / "one.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(CHAIN), "--replay", str(FIX / "accounting"), db=db)
+    assert r.returncode == 0, r.stderr
+    d = run_json("misstest", "403", "--offline", "-f", "json", db=db)
+    assert all("misses_by_gateway" not in p for p in d["participants"])
+    est = run_json("targets", "403", "--offline", "-f", "json", db=db)["network_estimate"]
+    assert est["gateways_counted"] == 1 and est["models"][DS]["requests"] == CPOC_REQUESTS_A
+
+
 def test_two_urls_one_gateway_once_redacted_is_a_usage_error(tmp_path):
     db = tmp_path / "x.duckdb"
     r = run_cli("collect", "--accounting", "http://op:secret1@127.0.0.1:9/", "--accounting",
