@@ -148,7 +148,8 @@ SOURCES = Group("sources", [
         help="Chain node base URL, e.g. http://node1.gonka.ai:8000. Repeat for failover, in order. "
              "Several in the env var: space-separated.")], []),
     _opt("accounting", Annotated[list[str], typer.Option("--accounting", envvar="AUDITOR_ACCOUNTING", metavar="URL",
-        help="Gateway accounting API base URL (serves /api/v1/epochs). Repeatable.")], []),
+        help="Gateway accounting API base URL (serves /api/v1/epochs). Repeatable: each URL is its own gateway, "
+             "collected and stored apart (not failover).")], []),
     _opt("gateway_log", Annotated[list[Path], typer.Option("--gateway-log", envvar="AUDITOR_GATEWAY_LOG", metavar="PATH",
         help="Gateway log file, glob, .gz, or - for stdin. Repeatable. Several in the env var: "
              "separated by the OS path separator.")], []),

@@ -26,6 +26,9 @@ if TYPE_CHECKING:                     # the CLI imports this module for its flag
 class Sources:
     nodes: list[str] = field(default_factory=list)
     accounting: list[str] = field(default_factory=list)
+    # a gateway's identity where it is not its URL's (gateways()): a replay server's URL has a
+    # new port each run, its recording is the gateway
+    gateway_names: dict[str, str] = field(default_factory=dict)
     gateway_logs: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
     rate: float = 20.0
@@ -53,14 +56,36 @@ def resolved(sources: Sources) -> Iterator[Sources]:
 
     with ReplayServer(sources.replay) as server:
         paths = {key[0] for key in server.table}
+        replayed = not sources.accounting and any(p.startswith("/api/v1/") for p in paths)
         yield replace(
             sources,
             nodes=sources.nodes or ([server.url] if any(p.startswith("/chain-") for p in paths) else []),
-            accounting=sources.accounting or ([server.url] if any(p.startswith("/api/v1/") for p in paths) else []),
+            accounting=sources.accounting or ([server.url] if replayed else []),
+            gateway_names={**sources.gateway_names, **({server.url: "replay:" + "+".join(
+                Path(d).resolve().name for d in sources.replay)} if replayed else {})},
             metrics=sources.metrics or ([server.url + "/metrics"] if "/metrics" in paths else []),
             replay=[],
             rate=0.0,
         )
+
+
+def gateways(urls: list[str], names: dict[str, str] | None = None) -> dict[str, str]:
+    """The gateways that ``--accounting`` URLs name, in the order given: identity
+    (:func:`auditor.sources.accounting.gateway_id`, the redacted base URL) -> the URL to ask.
+    A URL given twice (a trailing ``/`` aside) is one gateway, asked once; two different URLs
+    that are one identity once redacted (``https://u:A@gw`` and ``https://u:B@gw``) cannot
+    be stored apart: a usage error. ``names``: identities given for some URLs (a replay's)."""
+    from .redact import redact_url
+    from .sources.accounting import gateway_id
+
+    out: dict[str, str] = {}
+    for url in urls:
+        gw = (names or {}).get(url) or gateway_id(url)
+        if gw in out and out[gw].strip().rstrip("/") != url.strip().rstrip("/"):
+            raise UsageError(f"--accounting {redact_url(out[gw])} and --accounting {redact_url(url)} are one "
+                             f"gateway once credentials are redacted ({gw}): give each gateway once")
+        out.setdefault(gw, url)
+    return out
 
 
 def client(sources: Sources, bases: list[str], record_subdir: str, **kw: Any):
@@ -79,6 +104,7 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
     if not sources.any:
         raise UsageError("nothing to collect: give --node, --accounting, --gateway-log or --metrics "
                          "(or set AUDITOR_NODE), or --replay DIR")
+    gws = gateways(sources.accounting, sources.gateway_names)          # a usage error before anything is collected
     reports: list[CollectReport] = []
     with ExitStack() as stack:
         if sources.nodes:
@@ -101,8 +127,12 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
         if sources.accounting:
             from .sources import accounting
 
-            c = stack.enter_context(client(sources, sources.accounting, "accounting"))
-            reports.append(accounting.collect(store, c, epochs or None, progress))
+            # each --accounting URL is its own gateway (not failover): each is collected and
+            # stored as that gateway's, the same one given twice once (gateways())
+            for i, (gw, url) in enumerate(gws.items()):
+                c = stack.enter_context(client(sources, [url], "accounting" + (f"-{i + 1}" if i else "")))
+                reports.append(accounting.collect(store, c, epochs or None, progress, gateway=gw,
+                                                  name=f"accounting {gw}" if len(gws) > 1 else accounting.SOURCE))
         if sources.gateway_logs:
             from .sources import gatewaylog
 

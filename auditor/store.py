@@ -205,11 +205,15 @@ class Store:
             version = int(f.name[:3])
             if version in done:
                 continue
-            with self.transaction():
-                self.con.execute(f.read_text(encoding="utf-8"))
-                self.con.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, f.stem, utcnow()]
-                )
+            try:
+                with self.transaction():
+                    self.con.execute(f.read_text(encoding="utf-8"))
+                    self.con.execute(
+                        "INSERT INTO schema_migrations VALUES (?, ?, ?)", [version, f.stem, utcnow()]
+                    )
+            except duckdb.Error as exc:   # rolled back whole: the store is as it was (one line, what helps)
+                raise StoreError(f"cannot apply the schema migration queries/schema/{f.name}: "
+                                 f"{str(exc).splitlines()[0]}") from exc
             applied.append(f.stem)
         return applied
 

@@ -387,10 +387,13 @@ def test_a_bad_record_after_many_rejects_the_whole_epoch(db, gateway, last, why)
     participants(3)[:-2] + b',{"n":' + b"9" * 5000 + b"}]}",  # a number Python will not read
     participants(3) + b" x",                                # data after the answer
 ], ids=["truncated", "double-comma", "5000-digits", "extra-data"])
-def test_malformed_accounting_json_fails_over_to_the_next_gateway(db, gateway, bad):
+def test_malformed_accounting_json_of_one_gateway_keeps_the_others(db, gateway, bad):
+    """Several --accounting URLs are several gateways (issues 33, 36; until then failover of one
+    source): a malformed answer costs its gateway's epoch (exit 3, said), never the other's."""
     first, second = gateway(bad), gateway(participants(3))
     r = collect_accounting(db, first, second)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr
+    assert "epoch 403" in missing_line(r, "epoch 403")
     assert one(db, "SELECT count(*) FROM acct_participants") == 3
     assert one(db, "SELECT DISTINCT source_url FROM acct_participants") == second + PARTICIPANTS
 

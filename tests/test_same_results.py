@@ -67,6 +67,22 @@ ADDED: dict[str, dict[str, list[str]]] = {
     "remints": {"": ["holds", "unaffordable_requests"]},
     "targets": {"": ["demand_sources", "network_estimate", "proposal"], "governance": _GOVERNANCE},
 }
+# --- issue 33/36 (branch i36-gateways): several --accounting gateways. Present only when the store
+# holds more than one gateway's accounting of the epoch (never on the golden cases, which have
+# one), declared for the lead to port: a participant's misses per gateway.
+_GATEWAY_ADDED: dict[str, dict[str, list[str]]] = {
+    "misstest": {"participants[]": ["misses_by_gateway"],
+                 "findings[].evidence": ["misses_by_gateway", "misses_by_gateway_is"]},
+    "poc-overload": {"cpoc_misses.*": ["misses_by_gateway"],
+                     "findings[].evidence": ["misses_by_gateway", "misses_by_gateway_is"]},
+    "epoch": {"misstest.participants[]": ["misses_by_gateway"],
+              "findings[].evidence": ["misses_by_gateway", "misses_by_gateway_is"]},
+}
+for _cmd, _paths in _GATEWAY_ADDED.items():
+    for _path, _keys in _paths.items():
+        ADDED.setdefault(_cmd, {}).setdefault(_path, [])
+        ADDED[_cmd][_path] = ADDED[_cmd][_path] + [k for k in _keys if k not in ADDED[_cmd][_path]]
+# --- end issue 33/36 (i36-gateways)
 # columns an issue adds to a view (`auditor sql` of it: in its columns and in every row's keys):
 # issue 34 (#1935), the attempt's end-of-stream line and the durations measured from it
 ADDED_COLUMNS: dict[str, list[str]] = {

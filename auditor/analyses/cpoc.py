@@ -402,6 +402,48 @@ def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], preser
     return out
 
 
+GATEWAY_MISSES_BASIS = ("misses_by_gateway: each gateway's accounting API (one per --accounting URL) counts the "
+                        "misses of its own escrows created in this epoch (protocol_misses, timeout_applied when "
+                        "absent); a participant's accounting misses are their sum; a gateway that holds no "
+                        "record of it sent it nothing (queries/poc_overload_gateway_misses.sql)")
+
+
+def gateway_rows(run: Run) -> list[dict]:
+    """``queries/poc_overload_gateway_misses.sql`` of the run's epoch, once per run."""
+    return run.shared("cpoc_gateway_misses", lambda: run.store.query("poc_overload_gateway_misses", epoch=run.epoch))
+
+
+def gateway_misses(run: Run) -> dict[str, dict[str, int | None]]:
+    """Per participant: the misses each gateway's accounting counts for it, by gateway (the stored
+    gateway: its redacted base URL), when the store holds MORE than one gateway's accounting of the
+    epoch (issue 33: which gateway's traffic failed); {} with one or none (its count is the
+    accounting's). A gateway without a record of the participant is not listed; None: the records
+    do not report misses (unknown, not zero)."""
+    rows = gateway_rows(run)
+    if len({r["gateway_id"] for r in rows}) < 2:
+        return {}
+    out: dict[str, dict[str, int | None]] = {}
+    for r in rows:
+        out.setdefault(r["participant"], {})[r["gateway_id"]] = None if r["misses"] is None else int(r["misses"])
+    return out
+
+
+def with_gateway_misses(findings: list[Finding], by_gateway: Mapping[str, dict]) -> list[Finding]:
+    """``findings``, each ``reward_zeroed_miss_test`` of a participant in ``by_gateway``
+    (:func:`gateway_misses`) with its ``misses_by_gateway``."""
+    if not by_gateway:
+        return findings
+    out = []
+    for f in findings:
+        gw = by_gateway.get(f.subject.get("id")) if f.code == "reward_zeroed_miss_test" else None
+        if gw is not None and "misses_by_gateway" not in f.evidence:
+            f = Finding(f.code, f.severity, f.subject, f.summary,
+                        {**f.evidence, "misses_by_gateway": dict(gw), "misses_by_gateway_is": GATEWAY_MISSES_BASIS},
+                        f.model)
+        out.append(f)
+    return out
+
+
 def miss_count_discrepancies(run: Run, chain_missed: Mapping[str, int], participant: str | None = None) -> list[Finding]:
     """``miss_count_discrepancy`` findings: where a source counts more misses for a participant
     than the chain's ``missed_requests`` for its whole epoch (``chain_missed``). A gateway's
@@ -409,7 +451,8 @@ def miss_count_discrepancies(run: Run, chain_missed: Mapping[str, int], particip
     and a CPoC window in which the logs place more misses than the chain has for the epoch, the
     larger number is not settled: each such pair is a warn naming both numbers and their sources."""
     out: list[Finding] = []
-    for r in run.store.query("poc_overload_gateway_misses", epoch=run.epoch):
+    rows = gateway_rows(run)
+    for r in rows:
         p, n = r["participant"], r["misses"]
         chain = chain_missed.get(p)
         if (participant and p != participant) or chain is None or n is None or int(n) <= int(chain):
@@ -418,6 +461,16 @@ def miss_count_discrepancies(run: Run, chain_missed: Mapping[str, int], particip
         out.append(_discrepancy(p, int(n), f"accounting API of {gw} (protocol_misses, escrows created in epoch "
                                 f"{run.epoch}, models {', '.join(r['models'])})", int(chain), run.epoch, None,
                                 "queries/poc_overload_gateway_misses.sql"))
+    # several gateways: none above the chain, but together above it (each counts its own escrows)
+    for p, by_gw in gateway_misses(run).items():
+        chain, counts = chain_missed.get(p), [n for n in by_gw.values() if n is not None]
+        if (participant and p != participant) or chain is None or len(counts) < 2 or sum(counts) <= int(chain) \
+                or max(counts) > int(chain):
+            continue
+        out.append(_discrepancy(p, sum(counts), f"accounting APIs of {len(counts)} gateways together "
+                                f"({', '.join(f'{g}: {n}' for g, n in by_gw.items() if n is not None)}; "
+                                f"protocol_misses, escrows created in epoch {run.epoch})", int(chain), run.epoch,
+                                None, "queries/poc_overload_gateway_misses.sql"))
     for w in host_windows(run):
         p, n = w["participant"], w["misses"]
         chain = chain_missed.get(p)

@@ -352,6 +352,11 @@ def run(store: Any, epoch: int, options: Options | None = None, *, ctx: Run | No
     evidence = cpoc.miss_evidence(run_) if run_.includes(cpoc.ANALYSIS) else None
     if evidence is not None:
         findings = cpoc.with_cpoc_evidence(findings, *evidence)
+    by_gateway = cpoc.gateway_misses(run_)              # several gateways' accounting: each one's misses
+    findings = cpoc.with_gateway_misses(findings, by_gateway)
+    if by_gateway:
+        assessed = [{**a, "misses_by_gateway": by_gateway.get(a["participant"], {})} for a in assessed]
+        notes.append(cpoc.GATEWAY_MISSES_BASIS)
     counts: dict[str, int] = {}
     for a in assessed:
         counts[a["verdict"]] = counts.get(a["verdict"], 0) + 1
@@ -412,7 +417,13 @@ def _table(assessed: list[dict], notes: list[str]) -> Table:
     for tr, a in zip(table_rows, assessed):
         if a["discrepancy"]:
             tr["reason"] = f"{a['reason']}; DISCREPANCY: {a['discrepancy']}"
-    return Table(title=TITLE, columns=list(TABLE_COLUMNS_OUT), rows=table_rows, notes=list(notes),
+    columns = list(TABLE_COLUMNS_OUT)
+    if any("misses_by_gateway" in a for a in assessed):     # several gateways' accounting stored
+        columns.append("misses_by_gateway")
+        for tr, a in zip(table_rows, assessed):
+            tr["misses_by_gateway"] = "; ".join(f"{g}: {'unknown' if n is None else n}"
+                                                for g, n in a["misses_by_gateway"].items())
+    return Table(title=TITLE, columns=columns, rows=table_rows, notes=list(notes),
                  priority=["participant", "verdict", "missed", "critical_misses", "total", "reason"], legend=["(table)"],
                  failing=lambda r: r["passed"] is False)
 

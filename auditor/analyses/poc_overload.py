@@ -206,7 +206,9 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     if opt.miss_test_findings:
         zeroed = [f for f in inp.mt.findings if f.code == "reward_zeroed_miss_test"
                   and (opt.participant is None or f.subject["id"] == opt.participant)]
-        findings.extend(with_cpoc_evidence(zeroed, cpoc_misses, {w["participant"] for w in windows}))
+        findings.extend(cpoc.with_gateway_misses(with_cpoc_evidence(zeroed, cpoc_misses,
+                                                                    {w["participant"] for w in windows}),
+                                                 cpoc.gateway_misses(run_)))
     budget = _metrics_budget(store.query("poc_overload_metrics_budget"), cpoc.timed(events), per_10000)
     if budget:
         notes.extend(b["text"] for b in budget)
@@ -220,7 +222,13 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
-    return Result(KEY, TITLE, data, _tables(windows, notes, per_source, len(events)), findings, coverage,
+    tables = _tables(windows, notes, per_source, len(events))
+    by_gateway = [{"participant": p, "gateway": g, "misses": n}
+                  for p, c in cpoc_misses.items() for g, n in (c.get("misses_by_gateway") or {}).items()]
+    if by_gateway:                      # several gateways' accounting: whose traffic failed (issue 33)
+        tables.append(Table("Misses per gateway (accounting API, whole epoch)", ["participant", "gateway", "misses"],
+                            by_gateway, [cpoc.GATEWAY_MISSES_BASIS]))
+    return Result(KEY, TITLE, data, tables, findings, coverage,
                   complete=not missing, header=_header(data, inp.span))
 
 
@@ -419,6 +427,7 @@ def _cpoc_misses(run_: Run, opt: PocOverloadOptions, mt_rows: Mapping[str, dict]
     """Per participant (the one asked for, or all): the misses the logs place in its CPoC
     windows (:func:`cpoc.participant_misses`) beside the chain's missed_requests."""
     out = {}
+    by_gateway = cpoc.gateway_misses(run_)           # several gateways' accounting: each one's misses
     for p, c in cpoc.participant_misses(run_).items():
         if opt.participant and p != opt.participant:
             continue
@@ -428,6 +437,8 @@ def _cpoc_misses(run_: Run, opt: PocOverloadOptions, mt_rows: Mapping[str, dict]
                   "chain_missed_requests": None if mt is None else mt["missed"],
                   "misses_in_cpoc_windows_accounting": c["misses_in_cpoc_windows_accounting"],
                   "source": c["source"]}
+        if by_gateway:
+            out[p]["misses_by_gateway"] = by_gateway.get(p, {})
     return out
 
 

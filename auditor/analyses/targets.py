@@ -418,7 +418,9 @@ def _network_estimate(store: Store, epochs: list[int], runs: Mapping[int, Run], 
     for r in acct:
         m = models.setdefault(r["model"], {"requests": 0, "sources": []})
         m["requests"] += int(r["requests"])
-        m["sources"].append({"accounting": r["source"], "escrow_epochs": r["epochs"], "requests": int(r["requests"])})
+        m["sources"].append({"accounting": r["source"], "gateway": r["gateway"], "escrow_epochs": r["epochs"],
+                             "requests": int(r["requests"])})
+    counted = sorted({r["gateway"] for r in acct})
     for mid, m in sorted(models.items()):
         n, secs = latency.get(mid, (0, 0.0))
         if n:
@@ -436,11 +438,13 @@ def _network_estimate(store: Store, epochs: list[int], runs: Mapping[int, Run], 
                   "estimated_demand_weight": None if mean is None else demand_weight(math.ceil(mean), opt.headroom, per)})
     return {"label": ESTIMATE_LABEL, "statistic": "mean (not max, not a percentile)",
             "windows": len(timed), "window_seconds": seconds,
+            "gateways_counted": len(counted), "gateways": counted,
             "inputs": ("requests: the accounting API's counters of dispatch phase confirmation_poc (every disposition "
-                       "but ghost and protocol_only) on escrows created in the epochs, summed over every accounting "
-                       "source in the store (the store holds one gateway's accounting per epoch: several --accounting "
-                       "URLs are failover of one source, so this is that gateway's share, a lower bound on the "
-                       "network's); seconds: the epochs' cPoC windows (trigger to end of validation); "
+                       "but ghost and protocol_only) on escrows created in the epochs, summed over the "
+                       f"{len(counted)} gateway(s) whose accounting the store holds ({', '.join(counted)}; each "
+                       "--accounting URL is one gateway, stored once however often given): the network's demand "
+                       "through those gateways, a lower bound on the network's when others carry traffic too; "
+                       "seconds: the epochs' cPoC windows (trigger to end of validation); "
                        f"estimated_demand_weight = D_m's rule on ceil(mean) x headroom {opt.headroom:g}"),
             "models": models}
 

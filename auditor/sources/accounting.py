@@ -31,6 +31,11 @@ one transaction, so memory holds the body and one chunk, not every record as obj
 answer of more than :data:`MAX_ROWS` rows is refused before any is built, and an epoch
 list of more than :data:`MAX_LISTED` epochs is refused.
 
+Each ``--accounting`` URL is its own gateway (:func:`gateway_id`: its base URL, redacted), and
+every row carries it (``gateway``, ``queries/schema/016_accounting_gateways.sql``): re-collecting
+epoch E from a gateway replaces that gateway's rows of E only, so several gateways' accounting
+of one epoch is stored side by side, and the same gateway collected twice is stored once.
+
 A requested epoch the gateway does not list, an HTTP failure or a response that is
 not the documented JSON leaves that epoch in ``CollectReport.missing`` with a
 one-line reason; whatever was obtained for other epochs is stored, and rows stored
@@ -52,6 +57,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 from ..errors import SourceError
 from ..result import CollectReport
 from ..progress import Progress
+from ..redact import redact_url
 from ..store import Store, coverage_row, utcnow
 from .http import JsonClient, Response
 from .wire_int import wire_int
@@ -649,18 +655,40 @@ _ADAPTERS = {f: TypeAdapter(list[model]) for f, model, *_ in _LISTS}
 
 
 # -- storage ------------------------------------------------------------------------
+def gateway_id(base: str) -> str:
+    """A gateway's identity in the store: the base URL given to ``--accounting``, redacted
+    (:func:`auditor.redact.redact_url`), without its query, fragment and trailing ``/``: what a
+    stored row's ``source_url`` holds up to ``/api/v1/`` (migration 016 works it out of that for
+    rows stored before). The accounting API says nothing of the gateway itself."""
+    shown = redact_url(base.strip())
+    return re.split(r"[?#]", shown, maxsplit=1)[0].rstrip("/")
+
+
+def _replace_coverage(store: Store, gateway: str, epoch: int | None, rows: list[dict[str, Any]],
+                      whole: bool = False) -> None:
+    """Replace this gateway's accounting coverage rows of ``epoch`` (None: the epoch list) with
+    ``rows``; another gateway's rows stay (those of no known gateway, '' from before migration
+    016, are replaced: the store then held one gateway per epoch). ``whole``: every gateway's
+    rows of the epoch are replaced (an epoch stored before 016)."""
+    with store.transaction():
+        store.con.execute(
+            "DELETE FROM coverage WHERE source = ? AND epoch IS NOT DISTINCT FROM ? AND "
+            + ("true" if whole else "gateway IN (?, '')")
+            + ("" if epoch is not None else " AND item = 'epoch_list'"), [SOURCE, epoch] + ([] if whole else [gateway]))
+        store.insert("coverage", [{**r, "gateway": gateway} for r in rows])
+
+
 def _coverage(epoch: int | None, item: str, status: str, detail: str, url: str | None,
               fetched_at: datetime | None) -> dict[str, Any]:
     return coverage_row(SOURCE, item, status, detail, epoch=epoch, url=url, fetched_at=fetched_at)
 
 
-def _held(store: Store, epoch: int) -> tuple[int, datetime | None]:
-    """Participant records already stored for ``epoch`` and when they were fetched."""
-    n, at = store.one(
-        "SELECT count(*), max(fetched_at) FROM acct_participants WHERE epoch = ?", [epoch])
+def _held(store: Store, epoch: int, gateway: str) -> tuple[int, datetime | None]:
+    """Participant records already stored for ``epoch`` from ``gateway`` and when they were fetched."""
+    mine = "epoch = ? AND (gateway = ? OR epoch IN (SELECT epoch FROM acct_legacy_epochs))"
+    n, at = store.one(f"SELECT count(*), max(fetched_at) FROM acct_participants WHERE {mine}", [epoch, gateway])
     if n == 0:
-        n2, at2 = store.one(
-            "SELECT count(*), max(fetched_at) FROM acct_epochs WHERE epoch = ?", [epoch])
+        n2, at2 = store.one(f"SELECT count(*), max(fetched_at) FROM acct_epochs WHERE {mine}", [epoch, gateway])
         return int(n2), at2
     return int(n), at
 
@@ -673,13 +701,13 @@ def _one_line(exc: ValidationError) -> str:
     return f"{loc}: {first.get('msg', 'invalid')}{more}"
 
 
-def _fail(store: Store, report: CollectReport, epoch: int, reason: str, url: str | None,
+def _fail(store: Store, report: CollectReport, gateway: str, epoch: int, reason: str, url: str | None,
           summary_row: dict[str, Any] | None = None) -> None:
     """Record a failed epoch: always in the run report; in the store only when it holds
     nothing for the epoch yet (earlier good rows and their coverage are kept, so a
     gateway that deleted an old epoch, or is down, does not erase what was collected).
     ``summary_row`` is the epoch's acct_epochs row when the listing gave one."""
-    held, at = _held(store, epoch)
+    held, at = _held(store, epoch, gateway)
     if held:
         when = at.isoformat(timespec="seconds") if at else "earlier"
         report.missing.append(f"epoch {epoch}: {reason} (kept the rows fetched at {when})")
@@ -694,8 +722,8 @@ def _fail(store: Store, report: CollectReport, epoch: int, reason: str, url: str
         cov.insert(0, _coverage(epoch, "epoch_summary", "missing", reason, url, now))
     with store.transaction():
         if summary_row is not None:
-            report.add("acct_epochs", store.replace("acct_epochs", {"epoch": epoch}, [summary_row]))
-        store.replace("coverage", {"source": SOURCE, "epoch": epoch}, cov)
+            report.add("acct_epochs", store.replace("acct_epochs", {"epoch": epoch, "gateway": gateway}, [summary_row]))
+        _replace_coverage(store, gateway, epoch, cov)
 
 
 def _fetch(client: JsonClient, path: str, parse: Any = json.loads) -> tuple[Response | None, str | None]:
@@ -705,9 +733,13 @@ def _fetch(client: JsonClient, path: str, parse: Any = json.loads) -> tuple[Resp
         return None, str(exc)
 
 
-def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress: Progress) -> CollectReport:
-    """Collect ``epochs`` (all the gateway lists when None) into the acct_* tables."""
-    report = CollectReport(SOURCE)
+def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress: Progress,
+            name: str = SOURCE, gateway: str | None = None) -> CollectReport:
+    """Collect ``epochs`` (all the gateway lists when None) from the one gateway ``client`` asks
+    into the acct_* tables, as that gateway's (``gateway``, by default :func:`gateway_id` of its
+    base URL); ``name`` is the run report's."""
+    report = CollectReport(name)
+    gateway = gateway or gateway_id(client.bases[0])
     listing: EpochsResponse | None = None
     listing_resp, err = _fetch(client, "/api/v1/epochs")
     if listing_resp is not None:
@@ -730,11 +762,11 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
             report.missing.append(f"epoch list: {listing_resp.url}: {why}")
         if bad:
             detail += f"; {len(bad)} entry(ies) skipped: " + "; ".join(bad[:3]) + (" ..." if len(bad) > 3 else "")
-        store.put_coverage(_coverage(None, "epoch_list", "partial" if bad else "ok", detail,
-                                     listing_resp.url, listing_resp.fetched_at))
+        _replace_coverage(store, gateway, None, [_coverage(None, "epoch_list", "partial" if bad else "ok", detail,
+                                                           listing_resp.url, listing_resp.fetched_at)])
     else:
         report.missing.append(f"epoch list: {err}")
-        store.put_coverage(_coverage(None, "epoch_list", "missing", err or "", None, None))
+        _replace_coverage(store, gateway, None, [_coverage(None, "epoch_list", "missing", err or "", None, None)])
         if epochs is None:
             return report
 
@@ -751,29 +783,29 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
                 lo, hi = (min(listed), max(listed)) if listed else (0, -1)
                 shown = ("none" if not listed else f"{lo}..{hi}" if len(listed) == hi - lo + 1
                          else f"{len(listed)} epochs between {lo} and {hi}")
-                _fail(store, report, epoch, f"not listed by the gateway at {listing_resp.url} (it lists {shown})",
+                _fail(store, report, gateway, epoch, f"not listed by the gateway at {listing_resp.url} (it lists {shown})",
                       listing_resp.url)
                 continue
             summary_row = epoch_row(epoch, summary, listing.schema_version,
                                     {"source_url": listing_resp.url, "height": None,
-                                     "fetched_at": listing_resp.fetched_at})
+                                     "fetched_at": listing_resp.fetched_at, "gateway": gateway})
         resp, err = _fetch(client, f"/api/v1/epochs/{epoch}/participants", parse=ParticipantsText)
         if resp is None:
-            _fail(store, report, epoch, f"participants not obtained: {err}", None, summary_row)
+            _fail(store, report, gateway, epoch, f"participants not obtained: {err}", None, summary_row)
             continue
-        unknown |= _store_epoch(store, report, epoch, summary_row, resp)
+        unknown |= _store_epoch(store, report, gateway, epoch, summary_row, resp)
     if unknown:
         report.notes.append("fields this auditor does not know, kept raw in `extra`: " + ", ".join(sorted(unknown)))
     return report
 
 
-def _store_epoch(store: Store, report: CollectReport, epoch: int, summary_row: dict[str, Any] | None,
-                 resp: Response) -> set[str]:
-    """Replace everything stored for ``epoch`` with this answer, in one transaction, its records
+def _store_epoch(store: Store, report: CollectReport, gateway: str, epoch: int,
+                 summary_row: dict[str, Any] | None, resp: Response) -> set[str]:
+    """Replace everything stored for ``epoch`` from ``gateway`` with this answer, in one transaction, its records
     validated and inserted a chunk at a time (:func:`_streamed_rows`). An answer that turns
     out not to be the documented shape, or to break a key, is rolled back whole and the epoch
     failed. Returns the names of the fields this decoder does not know."""
-    prov = {"source_url": resp.url, "height": None, "fetched_at": resp.fetched_at}
+    prov = {"source_url": resp.url, "height": None, "fetched_at": resp.fetched_at, "gateway": gateway}
     seen: dict[str, Any] = {"versions": set(), "unknown": set()}
     counts = dict.fromkeys(TABLES, 0)
     if summary_row is not None:
@@ -784,8 +816,14 @@ def _store_epoch(store: Store, report: CollectReport, epoch: int, summary_row: d
                          None, resp.fetched_at)]
     try:
         with store.transaction():
+            # an epoch stored before gateways were kept apart (migration 016) was one gateway's:
+            # replaced whole, as then
+            legacy = store.one("SELECT count(*) FROM acct_legacy_epochs WHERE epoch = ?", [epoch])[0] > 0
             for t in TABLES:
-                store.replace(t, {"epoch": epoch}, [summary_row] if t == "acct_epochs" and summary_row else [])
+                store.replace(t, {"epoch": epoch} if legacy else {"epoch": epoch, "gateway": gateway},
+                              [summary_row] if t == "acct_epochs" and summary_row else [])
+            if legacy:
+                store.replace("acct_legacy_epochs", {"epoch": epoch}, [])
             counts["acct_epochs"] = 1 if summary_row is not None else 0
             for batch in _streamed_rows(epoch, resp.data, resp.url, prov, seen):
                 for t, rows in batch.items():
@@ -796,14 +834,14 @@ def _store_epoch(store: Store, report: CollectReport, epoch: int, summary_row: d
                                  f"{counts['acct_slots']} slots (schema_version "
                                  f"{', '.join(map(str, versions)) or 'unknown'})",
                                  resp.url, resp.fetched_at))
-            store.replace("coverage", {"source": SOURCE, "epoch": epoch}, cov)
+            _replace_coverage(store, gateway, epoch, cov, whole=legacy)
     except _Shape as exc:
-        _fail(store, report, epoch, f"participants not obtained: {exc}", resp.url, summary_row)
+        _fail(store, report, gateway, epoch, f"participants not obtained: {exc}", resp.url, summary_row)
         return set()
     except duckdb.ConstraintException as exc:
         # e.g. two records for the same (participant, model): not the documented shape
         first = str(exc).splitlines()[0]
-        _fail(store, report, epoch, f"participants not stored: {resp.url} breaks a key ({first})", resp.url,
+        _fail(store, report, gateway, epoch, f"participants not stored: {resp.url} breaks a key ({first})", resp.url,
               summary_row)
         return set()
     for t, n in counts.items():
