@@ -43,6 +43,7 @@ _spec.loader.exec_module(golden)
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 
 # keys an issue adds: {command: {path: [keys]}} (the module docstring; "*": every command)
+_BY_GATEWAY = ["misses_by_gateway", "misses_by_gateway_is"]
 _GOVERNANCE = ["uncovered_models", "need_by_model", "driven_by", "covering_without_driver", "covers"]
 ADDED: dict[str, dict[str, list[str]]] = {
     # issue 32: every command's JSON says the version of its contract (CHANGELOG.md)
@@ -51,8 +52,10 @@ ADDED: dict[str, dict[str, list[str]]] = {
         # issue 21: races_listed says how many races the JSON lists
         # issue 34 (#1935): the basis of the attempt durations and how often attempt_ms disagrees
         "hedging": ["races_listed", "attempt_durations"], "hedging.totals": ["duration_basis"],
-        # issue 34: a participant's capability refusals (accounting schema 6) next to its misses
-        "findings[].evidence": ["capability_refusals"],
+        # issue 34: a participant's capability refusals (accounting schema 6) next to its misses;
+        # issues 33/36: its misses per gateway, when several gateways' accounting is stored
+        "findings[].evidence": ["capability_refusals", *_BY_GATEWAY],
+        "misstest.participants[]": ["misses_by_gateway"],
         # issue 34: today's gateway: holds, requests no escrow could fund, the gateway's generation
         "remints": ["holds", "unaffordable_requests"],
         "coverage.gateway_log": ["generation", "generation_basis", "generation_shapes"],
@@ -62,27 +65,12 @@ ADDED: dict[str, dict[str, list[str]]] = {
         "preserved_targets.governance": _GOVERNANCE,
     },
     "hedging": {"": ["races_listed", "attempt_durations"], "totals": ["duration_basis"]},
-    "misstest": {"findings[].evidence": ["capability_refusals"]},
-    "poc-overload": {"findings[].evidence": ["capability_refusals"]},
+    "misstest": {"findings[].evidence": ["capability_refusals", *_BY_GATEWAY],
+                 "participants[]": ["misses_by_gateway"]},
+    "poc-overload": {"findings[].evidence": ["capability_refusals", *_BY_GATEWAY]},
     "remints": {"": ["holds", "unaffordable_requests"]},
     "targets": {"": ["demand_sources", "network_estimate", "proposal"], "governance": _GOVERNANCE},
 }
-# --- issue 33/36 (branch i36-gateways): several --accounting gateways. Present only when the store
-# holds more than one gateway's accounting of the epoch (never on the golden cases, which have
-# one), declared for the lead to port: a participant's misses per gateway.
-_GATEWAY_ADDED: dict[str, dict[str, list[str]]] = {
-    "misstest": {"participants[]": ["misses_by_gateway"],
-                 "findings[].evidence": ["misses_by_gateway", "misses_by_gateway_is"]},
-    "poc-overload": {"cpoc_misses.*": ["misses_by_gateway"],
-                     "findings[].evidence": ["misses_by_gateway", "misses_by_gateway_is"]},
-    "epoch": {"misstest.participants[]": ["misses_by_gateway"],
-              "findings[].evidence": ["misses_by_gateway", "misses_by_gateway_is"]},
-}
-for _cmd, _paths in _GATEWAY_ADDED.items():
-    for _path, _keys in _paths.items():
-        ADDED.setdefault(_cmd, {}).setdefault(_path, [])
-        ADDED[_cmd][_path] = ADDED[_cmd][_path] + [k for k in _keys if k not in ADDED[_cmd][_path]]
-# --- end issue 33/36 (i36-gateways)
 # columns an issue adds to a view (`auditor sql` of it: in its columns and in every row's keys):
 # issue 34 (#1935), the attempt's end-of-stream line and the durations measured from it
 ADDED_COLUMNS: dict[str, list[str]] = {
