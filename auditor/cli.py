@@ -187,6 +187,7 @@ OUTPUT = Group("out", [
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
 ], lambda fmt, output, fail_on, wide: Output(fmt.value, output, fail_on.value if fail_on else None, wide))
 
+
 def _time_type():
     """The click type of a time option: times.parse_time, the one parser of a time a user gives."""
     from ._click import types
@@ -513,13 +514,12 @@ def _flag(field, hint) -> inspect.Parameter:
     return _opt(field.name, Annotated[kind, typer.Option(*decls, **form)], default)
 
 
-def _watch_command(a, command) -> Callable:
+def _watch_command(a) -> Callable:
     """``auditor watch``: live readings of the running epoch, not a one-shot analysis (auditor/watch.py)."""
 
     @uses(_call_group(a.options_class()), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:
         from . import watch
-
         from .errors import UsageError
 
         if call.backtest is not None:
@@ -536,7 +536,7 @@ def _watch_command(a, command) -> Callable:
 def _analysis_command(a) -> Callable:
     """The command of registry record ``a``: its flags, the source and output flags."""
     if a.key == "watch":
-        return _watch_command(a, None)
+        return _watch_command(a)
 
     @uses(_call_group(a.options_class()), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:
