@@ -755,12 +755,6 @@ def memory_limit() -> str:
     return given.strip()
 
 
-def _literal(v: str | bool) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return "'" + str(v).replace("'", "''") + "'"
-
-
 def _as_text(v: Any) -> str:
     if isinstance(v, (list, tuple, dict)):
         return json.dumps(v, default=str)
