@@ -176,7 +176,8 @@ class Output:
 
 
 FailOnOpt = Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
-        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")]
+        help="Exit 1 when a finding (with --mine: one of yours) is at or above this severity "
+             "(3, incomplete data, still wins).")]
 OUTPUT = Group("out", [
     _opt("fmt", Annotated[Format, typer.Option("--format", "-f", help="Output format.")], Format.table),
     _opt("output", Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
