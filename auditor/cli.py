@@ -4,7 +4,9 @@ Exit codes: 0 success; 1 findings at or above --fail-on; 2 usage error;
 3 a source or data error that left the answer incomplete (it outranks findings).
 
 Options come in reusable groups (``SOURCES``, ``OUTPUT``): a command declares the groups
-it takes with ``@uses(...)`` and receives each as one object. The global options
+it takes with ``@uses(...)`` and receives each as one object. An analysis command's own
+flags are its Options class's fields (``option`` in analyses/frame.py), made into its group
+by ``_call_group``; it receives them as the one ``Call`` it runs. The global options
 (``--db``, ``--quiet``, ``--debug``) are accepted before or after the command.
 """
 
