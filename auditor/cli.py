@@ -4,7 +4,9 @@ Exit codes: 0 success; 1 findings at or above --fail-on; 2 usage error;
 3 a source or data error that left the answer incomplete (it outranks findings).
 
 Options come in reusable groups (``SOURCES``, ``OUTPUT``): a command declares the groups
-it takes with ``@uses(...)`` and receives each as one object. The global options
+it takes with ``@uses(...)`` and receives each as one object. An analysis command's own
+flags are its Options class's fields (``option`` in analyses/frame.py), made into its group
+by ``_call_group``; it receives them as the one ``Call`` it runs. The global options
 (``--db``, ``--quiet``, ``--debug``) are accepted before or after the command.
 """
 
@@ -177,7 +179,8 @@ class Output:
 
 
 FailOnOpt = Annotated[Optional[Severity], typer.Option("--fail-on", metavar="info|warn|error",
-        help="Exit 1 when a finding is at or above this severity (3, incomplete data, still wins).")]
+        help="Exit 1 when a finding (with --mine: one of yours) is at or above this severity "
+             "(3, incomplete data, still wins).")]
 OUTPUT = Group("out", [
     _opt("fmt", Annotated[Format, typer.Option("--format", "-f", help="Output format.")], Format.table),
     _opt("output", Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
@@ -187,6 +190,7 @@ OUTPUT = Group("out", [
     _opt("wide", Annotated[bool, typer.Option("--wide",
         help="Table format: every column and full addresses, even when that is wider than the terminal.")], False),
 ], lambda fmt, output, fail_on, wide: Output(fmt.value, output, fail_on.value if fail_on else None, wide))
+
 
 def _time_type():
     """The click type of a time option: times.parse_time, the one parser of a time a user gives."""
@@ -514,13 +518,12 @@ def _flag(field, hint) -> inspect.Parameter:
     return _opt(field.name, Annotated[kind, typer.Option(*decls, **form)], default)
 
 
-def _watch_command(a, command) -> Callable:
+def _watch_command(a) -> Callable:
     """``auditor watch``: live readings of the running epoch, not a one-shot analysis (auditor/watch.py)."""
 
     @uses(_call_group(a.options_class()), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:
         from . import watch
-
         from .errors import UsageError
 
         if call.backtest is not None:
@@ -537,7 +540,7 @@ def _watch_command(a, command) -> Callable:
 def _analysis_command(a) -> Callable:
     """The command of registry record ``a``: its flags, the source and output flags."""
     if a.key == "watch":
-        return _watch_command(a, None)
+        return _watch_command(a)
 
     @uses(_call_group(a.options_class()), SOURCES, OUTPUT)
     def command(call, sources, out) -> None:

@@ -45,7 +45,8 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
     """The whole job: under the lock of ``out_dir``, pick the epoch, collect it from
     ``sources`` (unless offline; ``collect(store, sources, epochs)`` prints the run reports and
     says 3 when anything is missing), write the report in every format of ``FORMATS`` and the
-    textfile; ``mine(store, epoch=N)``: --mine's addresses (its findings marked, auditor/mine.py); the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
+    textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
+    ``mine(store, epoch=N)``: --mine's addresses, whose findings are marked (auditor/mine.py).
 
     The textfile is written on every run that got the lock, a failed one too
     (``auditor_report_complete 0`` and whatever was obtained), so an alert has something to

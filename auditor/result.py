@@ -54,7 +54,7 @@ class Table:
     - ``narrow``: low-value columns, never in the terminal table (unless ``--wide``);
     - every other column is kept narrowest first, so long ids and 14-digit numbers go
       first; a column with one value in every row goes before all, and a note says its value.
-    ``legend``: the abbreviations it uses (keys of ``report.render.LEGEND``): each format
+    ``legend``: the abbreviations it uses (keys of ``report.view.LEGEND``): each format
     writes what they stand for under it.
     ``failing(row)``: True for a row that failed (a verdict other than pass, a spurious
     remint): coloured in the terminal when colour is on, marked in html."""

@@ -29,8 +29,8 @@ from typing import Any
 
 import duckdb
 
+from . import limits
 from .errors import StoreError, UsageError
-from .limits import MEMORY_LIMIT
 from .paths import check_store, opened_store
 from .times import utc as _utc
 
@@ -178,7 +178,7 @@ class Store:
 
     def _limit_resources(self) -> None:
         """DuckDB's share of the machine, set rather than left to its defaults (80% of the RAM,
-        a thread per core of the host): at most MEMORY_LIMIT for its buffers (beyond it,
+        a thread per core of the host): at most limits.MEMORY_LIMIT for its buffers (beyond it,
         large joins and aggregates spill to ``<db>.tmp``), so that DuckDB's part of a command
         over a busy day is bounded whatever the machine's RAM; threads, ``thread_count()``.
         ``$AUDITOR_MEMORY_LIMIT`` (a DuckDB size, e.g. ``4GB``) overrides the first."""
@@ -747,23 +747,16 @@ _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(?:[KMGT]i?B)\s*", re.IGNORECASE
 
 
 def memory_limit() -> str:
-    """The memory DuckDB may use for its buffers: ``$AUDITOR_MEMORY_LIMIT`` (a positive size:
-    a number and KB, MB, GB, TB or KiB … TiB), else MEMORY_LIMIT. A value DuckDB would read
-    otherwise (``-1GB`` lifts the limit) is a usage error; it is never part of SQL's text."""
-    given = os.environ.get("AUDITOR_MEMORY_LIMIT")
-    if not given:
-        return MEMORY_LIMIT
+    """The memory DuckDB may use for its buffers (``limits.memory_limit``: ``$AUDITOR_MEMORY_LIMIT``,
+    else limits.MEMORY_LIMIT), checked: a positive size, a number and KB, MB, GB, TB or KiB … TiB. A
+    value DuckDB would read otherwise (``-1GB`` lifts the limit) is a usage error; it is never
+    part of SQL's text."""
+    given = limits.memory_limit()
     m = _SIZE.fullmatch(given)
     if not m or float(m[1]) <= 0:
         raise UsageError(f"AUDITOR_MEMORY_LIMIT={given!r}: give a size such as 4GB "
                          "(a number above 0 and KB, MB, GB, TB, KiB, MiB, GiB or TiB)")
     return given.strip()
-
-
-def _literal(v: str | bool) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return "'" + str(v).replace("'", "''") + "'"
 
 
 def _as_text(v: Any) -> str:

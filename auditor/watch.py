@@ -139,27 +139,6 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
         reader = src.Reader(make(s.nodes, "chain"), [make([a], f"accounting-{i}") for i, a in enumerate(s.accounting)],
                             [make([h], f"host-{i}") for i, h in enumerate(c.hosts)])
-        def keep(result, reading) -> None:
-            every = result if not c.participants else watch.assess(reading, _options(c, ()))
-            with Store(db) as store:        # open only to store it: the report daily may run meanwhile
-                watch.store_reading(store, every, reading)
-            if c.prom_textfile is not None:
-                watch.write_textfile(c.prom_textfile, result)
-
-        if c.once:
-            reading = reader.read()
-            result = watch.assess(reading, _options(c))
-            keep(result, reading)
-            render.emit(result, out.fmt, out.path, view)
-            watch.say_missing(result)        # exit 3 says why on stderr, whatever the format
-            return result.exit_code(out.fail_on)
-        if out.path is not None:
-            raise UsageError("--output goes with --once (the loop prints what changed as it happens)")
-        def first(result) -> None:
-            if out.fmt == "json":          # JSON lines: the first reading whole, then one change a line
-                print(json.dumps(json.loads(render.render(result, "json", view))), flush=True)
-            else:
-                render.emit(result, out.fmt, None, view)
 
         def store_all(held: list[tuple[Any, Any]]) -> None:
             with Store(db) as store:        # open only to store them: the report daily may run meanwhile
@@ -168,6 +147,24 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
                     every = result if not c.participants else watch.assess(reading, _options(c, ()))
                     watch.store_reading(store, every, reading)
                     held.pop(0)
+
+        if c.once:
+            reading = reader.read()
+            result = watch.assess(reading, _options(c))
+            store_all([(result, reading)])
+            if c.prom_textfile is not None:
+                watch.write_textfile(c.prom_textfile, result)
+            render.emit(result, out.fmt, out.path, view)
+            watch.say_missing(result)        # exit 3 says why on stderr, whatever the format
+            return result.exit_code(out.fail_on)
+        if out.path is not None:
+            raise UsageError("--output goes with --once (the loop prints what changed as it happens)")
+
+        def first(result) -> None:
+            if out.fmt == "json":          # JSON lines: the first reading whole, then one change a line
+                print(json.dumps(json.loads(render.render(result, "json", view))), flush=True)
+            else:
+                render.emit(result, out.fmt, None, view)
 
         keeper = Keeper(store_all, None if c.prom_textfile is None
                         else lambda result: watch.write_textfile(c.prom_textfile, result), clock)

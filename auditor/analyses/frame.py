@@ -115,7 +115,7 @@ class Options:
     @classmethod
     def of(cls, options: "Options | None") -> "Options":
         """``options`` as this class: itself when it is one, else the shared fields
-        (participant, since, until) carried over and the rest at their defaults."""
+        (participant, since, until, mine) carried over and the rest at their defaults."""
         if isinstance(options, cls):
             return options
         if options is None:

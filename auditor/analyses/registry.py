@@ -139,7 +139,7 @@ class Analysis:
 
     def options_from(self, options: Any) -> Any:
         """``options`` as this analysis's own options (``Options.of``): the shared fields
-        (participant, since, until) carried over, the rest at their defaults (what ``epoch N`` uses)."""
+        (participant, since, until, mine) carried over, the rest at their defaults (what ``epoch N`` uses)."""
         return self.options_class().of(options)
 
     def reads(self, source: str) -> bool:

@@ -1382,7 +1382,5 @@ def charts(result: Result) -> list:
 
 
 def metrics(result: Result):
-    from collections import Counter
-
     for cls, n in Counter(d["classification"] for d in result.data["deactivations"]).items():
         yield "auditor_remint_deactivations", (str(cls),), n

@@ -131,13 +131,10 @@ def _p0(gov: Decimal | None, rows: Iterable[tuple[int, int]]) -> P0Result:
     return dynamic_p0(gov, [(req - miss, miss) for req, miss in rows])
 
 
-
 def _resolved(want: str, known: Collection[str]) -> str:
     """``--participant`` as one address of the reading: the full address, or the label the
     tables print (its last 8 characters, or ``gonka1…xxxxxxxx``) when exactly one fits; none
     or several is one usage line, as for every other command."""
-    from ..errors import UsageError
-
     if want in known:
         return want
     tail = want.split("…")[-1].split("...")[-1]
@@ -211,8 +208,6 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
 def _resolved_mine(want: str, known: Collection[str]) -> str:
     """A --mine address as one of the reading (``_resolved``), or as given when none or
     several fit: one of mine not in the reading is a note, and the watch goes on."""
-    from ..errors import UsageError
-
     try:
         return _resolved(want, known)
     except UsageError:

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analyses import registry as analyses
-from ..analyses.registry import REPORT_METRICS, Metric
-from ..errors import UsageError
+from ..analyses.registry import REPORT_METRICS
 from ..result import SEVERITIES, Result
 
 

@@ -168,7 +168,6 @@ def _pairs(console: Any, t: Table, row: dict[str, Any], fit: Any) -> None:
 
 
 def _table(console: Any, t: Table, fit: Any, view: View, full: Any) -> None:
-    from rich.table import Table as RichTable
     from rich.text import Text
 
     # the title on its own line: as a rich table title it wraps to the table's width,

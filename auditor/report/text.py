@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import html as _html
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:      # the annotation only: rich is imported when a terminal text is made
+    from rich.text import Text
 
 # every character a terminal or a Markdown renderer may act on instead of showing: C0 but
 # tab, DEL, C1 (0x9b is CSI on an 8-bit terminal), the bidi embeddings, overrides and
