@@ -140,6 +140,9 @@ def write(path: Path, rows: list[dict], meta: dict) -> dict:
     schema = _schema().with_metadata({META_KEY: json.dumps(meta, sort_keys=True).encode()})
     table = pa.Table.from_pylist(rows, schema=schema)
     path = Path(path)
+    from .paths import not_a_store
+
+    not_a_store(path, "--out")          # never over the store it was read from
     if path.is_dir():
         raise UsageError(f"--out {path} is a directory; give a file path")
     tmp = None

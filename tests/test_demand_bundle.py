@@ -285,3 +285,13 @@ def test_export_needs_a_log_and_the_chain(split, tmp_path):
     assert r.returncode == 2
     r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(tmp_path), db=split["store0"])
     assert r.returncode == 2 and "directory" in r.stderr
+
+
+def test_export_never_writes_over_the_store(split):
+    """`export demand --out` naming the store it reads (its own atomic Parquet write skipped
+    the rule every other output keeps): one line, exit 2, the store as it was."""
+    store = split["store0"]
+    before = store.read_bytes()
+    r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(store), db=store)
+    assert r.returncode == 2 and "is the store" in r.stderr and _one_error(r.stderr), r.stderr
+    assert store.read_bytes() == before
