@@ -644,13 +644,7 @@ export_app = typer.Typer(help="Write what the store knows for another store to r
 app.add_typer(export_app, name="export")
 
 
-def _export_demand_help() -> str:
-    from .demand_bundle import HELP
-
-    return HELP
-
-
-@export_app.command("demand", help=_export_demand_help())
+@export_app.command("demand")
 def export_demand(
     epochs: Annotated[str, typer.Option("--epochs", metavar="A..B", help="The epochs whose cPoC windows to write.")],
     out: Annotated[Path, typer.Option("--out", metavar="FILE.parquet", help="The bundle to write (atomically).")],
@@ -659,16 +653,34 @@ def export_demand(
     per_10000: Annotated[Optional[float], typer.Option("--per-10000", min=0.0001, metavar="X",
         help="The gateway's poc_max_concurrent_requests_per_10000_weight, when the store does not know it.")] = None,
 ) -> None:
+    """Write one gateway's PoC-time demand for `auditor targets --bundle` in another store: one small
+    Parquet file, written atomically, holding what `targets` needs and nothing more.
+
+    \b
+    In it (one table; column `kind`):
+      window  each cPoC window of the epochs: epoch, window, heights and times from the chain, and
+              covered_from/covered_to: the part the gateway's logs covered (empty: not covered)
+      model   per covered window and model: attempts overlapping it and their summed seconds
+              (the latency a network estimate from accounting counts needs)
+      step    per covered window and model: the in-flight level at the window's start, then its
+              net change at each instant attempts started or ended (per-second in flight, max and
+              pNN come from these; several gateways' steps add up)
+    And in its metadata: the gateway's identity (the address that created its escrows, public on
+    chain, or --name), its per_10000 when given (--per-10000), the logs' first and last line and
+    file count, the epochs, the tool version, when it was made and a SHA-256 of the content.
+    No request id, API key, client address, host label or log line.
+
+    \b
+    Example:
+      auditor export demand --epochs 420..433 --out gw-demand-420-433.parquet
+      auditor export demand --epochs 433..433 --out gw.parquet --name my-gateway --per-10000 10
+    """
     from . import demand_bundle
     from .analyses.targets import parse_epoch_range
-    from .errors import StoreError
     from .store import Store
 
     first, last = parse_epoch_range(epochs)
-    db = _db()
-    if str(db) != ":memory:" and not Path(db).exists():
-        raise StoreError(f"no database at {db}; run `auditor collect` first")
-    with Store(db, read_only=True) as store:
+    with Store(_db(), read_only=True) as store:       # none there: one line, "no database at ..."
         store.read_kept()
         meta = demand_bundle.export(store, first, last, out, name=name, per_10000=per_10000)
     if not state.quiet:

@@ -51,28 +51,6 @@ COLUMNS = ("kind", "epoch", "window", "start_height", "end_height", "start_time"
            "covered_from", "covered_to", "model", "ts", "delta", "attempts", "attempt_seconds")
 OWN_SOURCE = "this store's gateway logs"
 MAX_BUNDLE = 64 * 2**20                   # bytes: a bundle is small (steps of a few windows)
-HELP = """\
-Write one gateway's PoC-time demand for `auditor targets --bundle` in another store: one small
-Parquet file, written atomically, holding what `targets` needs and nothing more.
-
-\b
-In it (one table; column `kind`):
-  window  each cPoC window of the epochs: epoch, window, heights and times from the chain, and
-          covered_from/covered_to: the part the gateway's logs covered (empty: not covered)
-  model   per covered window and model: attempts overlapping it and their summed seconds
-          (the latency a network estimate from accounting counts needs)
-  step    per covered window and model: the in-flight level at the window's start, then its
-          net change at each instant attempts started or ended (per-second in flight, max and
-          pNN come from these; several gateways' steps add up)
-And in its metadata: the gateway's identity (the address that created its escrows, public on
-chain, or --name), its per_10000 when given (--per-10000), the logs' first and last line and
-file count, the epochs, the tool version, when it was made and a SHA-256 of the content.
-No request id, API key, client address, host label or log line.
-
-\b
-Example:
-  auditor export demand --epochs 420..433 --out gw-demand-420-433.parquet
-  auditor export demand --epochs 433..433 --out gw.parquet --name my-gateway --per-10000 10"""
 
 
 @dataclass
