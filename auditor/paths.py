@@ -56,6 +56,7 @@ def check_store(path: str | Path) -> None:
 
 # the names of the process's own streams, which are written in place even when they lead to a file
 _STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+_STDOUT = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")     # of _STREAMS, the names of stdout
 
 
 def in_place(path: str | Path) -> bool:
@@ -81,7 +82,7 @@ def open_in_place(path: str | Path):
     import sys
 
     text = str(path)
-    if text == "-" or os.path.abspath(text) in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+    if text == "-" or os.path.abspath(text) in _STDOUT:
         sys.stdout.flush()
         return open(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", errors="backslashreplace")
     fd = os.open(text, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from typing import Any
 
 from .analyses.watch import DURATION, WatchCall, call, seconds  # noqa: F401  (the flags, checked: analyses/watch.py)
 from .errors import AuditorError, SourceError, UsageError
+from .report.view import json_text
 
 
 def _options(c: WatchCall, participants: tuple[str, ...] | None = None):
@@ -162,7 +162,7 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 
         def first(result) -> None:
             if out.fmt == "json":          # JSON lines: the first reading whole, then one change a line
-                print(json.dumps(json.loads(render.render(result, "json", view))), flush=True)
+                print(json_text(result.to_json()), flush=True)      # the one JSON writer: never NaN
             else:
                 render.emit(result, out.fmt, None, view)
 

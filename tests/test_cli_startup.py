@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, run_cli
 
-HEAVY = ("duckdb", "polars", "pyarrow", "httpx")     # each costs tens of milliseconds to import
+HEAVY = ("duckdb", "polars", "pyarrow", "httpx", "rich")     # each costs tens of milliseconds to import
 
 
 def imported(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
