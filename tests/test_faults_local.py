@@ -796,6 +796,18 @@ def test_a_recording_never_overwrites_a_recorded_file(tmp_path):
     assert {k: now[k] for k in first} == first and len(now) == len(first) + 3, sorted(now)
 
 
+def test_a_recording_folder_with_a_file_named_by_another_digit_is_recorded_into(tmp_path):
+    """A file whose name is a digit of another script (`².json`: str.isdigit() says yes, int()
+    says no) made --record end in a traceback; only the wire's decimal names count."""
+    rec = tmp_path / "rec" / "accounting"
+    rec.mkdir(parents=True)
+    (rec / "\u00b2.json").write_text("{}")
+    r = run_cli("--quiet", "collect", "--replay", str(ACCOUNTING_REC), "--record", str(tmp_path / "rec"),
+                db=tmp_path / "a.duckdb")
+    assert r.returncode == 0 and "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert (rec / "000001.json").exists()
+
+
 def test_two_recordings_into_one_folder_at_once_keep_every_file(tmp_path):
     """Two runs recording into one folder at once both counted the same files and wrote the
     same names: 3 files left of 6. The loopback gateway holds each run's first answer until

@@ -123,7 +123,7 @@ def start_recording(directory: Path) -> int:
         directory.mkdir(parents=True, exist_ok=True)
         if not os.access(directory, os.W_OK | os.X_OK):
             raise PermissionError(13, "Permission denied")
-        return max((int(f.stem) for f in directory.glob("*.json") if f.stem.isdigit()), default=0)
+        return max((int(f.stem) for f in directory.glob("*.json") if is_decimal(f.stem, signed=False)), default=0)
     except OSError as exc:
         raise cannot_write(f"--record {directory}", exc) from exc
 
