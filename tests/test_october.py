@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -198,3 +199,18 @@ def test_coverage_says_the_september_fixture_points_to_the_september_gateway(tmp
     gl = rep["coverage"]["gateway_log"]
     assert gl["generation"] == "september"
     assert gl["generation_shapes"] == {"september": {"escrow_balance_low (text names no hold)": 1}}
+
+
+def test_a_refused_request_logged_without_a_time_counts_in_no_epoch(tmp_path):
+    """A gateway_all_escrows_refused_funding line with no time (a bare line) was listed in every
+    epoch's unaffordable_requests, so each epoch's count held it; now no epoch does, and a note
+    says how many were left out and why."""
+    d = tmp_path / "oct"
+    shutil.copytree(HERE, d)
+    with (d / "gateway.log").open("a", encoding="utf-8") as f:
+        f.write('request=req-untimed-1 stage=gateway_all_escrows_refused_funding model=MiniMaxAI/MiniMax-M2.7 '
+                'escrows_refused=2 retry_after_seconds=10 error="no escrow can fund this request (2 refused)"\n')
+    rep = remints(tmp_path / "a.duckdb", d)
+    assert "req-untimed-1" not in {r["request"] for r in rep["unaffordable_requests"]}
+    assert len(rep["unaffordable_requests"]) == len(remints(tmp_path / "b.duckdb")["unaffordable_requests"])
+    assert any("1 request(s) no escrow could fund were logged without a time" in n for n in rep["notes"])

@@ -1132,7 +1132,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     epoch_deacts = {d["escrow"]: d for d in deacts}
     mints, peaks = _mints(store, epoch, all_deacts, spans, opts, _skips(lives))
     epoch_holds = [_shown(h) for h in all_holds if _hold_in_epoch(h, lives, epoch, spans)]
-    unaffordable = _unaffordable(store, epoch, spans)
+    unaffordable, unaffordable_untimed = _unaffordable(store, epoch, spans)
     peaks_unknown = [m["model"] for m in mints if m["rotation_target"] is None]   # not assessed: unknown, not none
     costs = _costs(deacts, lives, uses)
     escrows = [_life(life, uses, epoch_deacts.get(eid)) for eid, life in sorted(lives.items())
@@ -1170,6 +1170,9 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                  f"x token_price, max_tokens {DEFAULT_MAX_TOKENS:,} where the request gave none")
     if unaffordable:
         notes.append(_unaffordable_summary(unaffordable))
+    if unaffordable_untimed:
+        notes.append(f"{unaffordable_untimed} request(s) no escrow could fund were logged without a time: no epoch can be "
+                     "told for them, so none counts them (queries/remints_unaffordable_requests.sql)")
     findings = _findings(deacts, peaks, epoch) + _hold_findings(epoch_holds, epoch)
     counts: dict[str, int] = defaultdict(int)
     for d in deacts:
@@ -1209,18 +1212,21 @@ def _shown(h: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in h.items() if not k.startswith("_")}
 
 
-def _unaffordable(store: Store, epoch: int, spans: Spans) -> list[dict[str, Any]]:
+def _unaffordable(store: Store, epoch: int, spans: Spans) -> tuple[list[dict[str, Any]], int]:
     """The requests no escrow could fund in the epoch (``queries/remints_unaffordable_requests.sql``):
-    those the gateway logged during it; one logged without a time is listed (nothing places it
-    in another epoch)."""
-    out = []
+    those the gateway logged during it; and how many were logged without a time (no epoch is
+    theirs: counted in none, said in a note)."""
+    out, untimed = [], 0
     for r in store.query("remints_unaffordable_requests"):
         r["at"] = utc(r["at"])
-        if r["at"] is not None and spans.epoch_near(r["at"]) != epoch:
+        if r["at"] is None:
+            untimed += 1
+            continue
+        if spans.epoch_near(r["at"]) != epoch:
             continue
         r["escrows"] = [int(e) for e in r["escrows"] or []]
         out.append(r)
-    return out
+    return out, untimed
 
 
 def _per_model(rows: list[dict[str, Any]]) -> str:
