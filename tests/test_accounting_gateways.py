@@ -178,3 +178,5 @@ def test_a_store_collected_before_reads_as_one_gateway(tmp_path, monkeypatch):
     assert q(db, "SELECT DISTINCT gateway FROM acct_counters") == [("replay:accounting",)]
     assert q(db, "SELECT epoch FROM acct_legacy_epochs") == []
     assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting' AND epoch = 403") == 2
+    # the epoch list's row of before (a row of no epoch) is replaced too, not kept beside the new one
+    assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting' AND item = 'epoch_list'") == 1

@@ -664,17 +664,14 @@ def gateway_id(base: str) -> str:
     return re.split(r"[?#]", shown, maxsplit=1)[0].rstrip("/")
 
 
-def _replace_coverage(store: Store, gateway: str, epoch: int | None, rows: list[dict[str, Any]],
-                      whole: bool = False) -> None:
+def _replace_coverage(store: Store, gateway: str, epoch: int | None, rows: list[dict[str, Any]]) -> None:
     """Replace this gateway's accounting coverage rows of ``epoch`` (None: the epoch list) with
     ``rows``; another gateway's rows stay (those of no known gateway, '' from before migration
-    016, are replaced: the store then held one gateway per epoch). ``whole``: every gateway's
-    rows of the epoch are replaced (an epoch stored before 016)."""
+    016, are replaced: the store then held one gateway per epoch)."""
     with store.transaction():
         store.con.execute(
-            "DELETE FROM coverage WHERE source = ? AND epoch IS NOT DISTINCT FROM ? AND "
-            + ("true" if whole else "gateway IN (?, '')")
-            + ("" if epoch is not None else " AND item = 'epoch_list'"), [SOURCE, epoch] + ([] if whole else [gateway]))
+            "DELETE FROM coverage WHERE source = ? AND epoch IS NOT DISTINCT FROM ? AND gateway IN (?, '')"
+            + ("" if epoch is not None else " AND item = 'epoch_list'"), [SOURCE, epoch, gateway])
         store.insert("coverage", [{**r, "gateway": gateway} for r in rows])
 
 
@@ -834,7 +831,7 @@ def _store_epoch(store: Store, report: CollectReport, gateway: str, epoch: int,
                                  f"{counts['acct_slots']} slots (schema_version "
                                  f"{', '.join(map(str, versions)) or 'unknown'})",
                                  resp.url, resp.fetched_at))
-            _replace_coverage(store, gateway, epoch, cov, whole=legacy)
+            _replace_coverage(store, gateway, epoch, cov)
     except _Shape as exc:
         _fail(store, report, gateway, epoch, f"participants not obtained: {exc}", resp.url, summary_row)
         return set()

@@ -65,10 +65,11 @@ ALTER TABLE acct_findings ADD COLUMN gateway VARCHAR;
 UPDATE acct_findings SET gateway = coalesce(regexp_extract(source_url, '^(.*?)/api/v1/', 1), source_url, '');
 
 -- coverage: the accounting rows say which gateway they are of (NULL for the other sources), so
--- one gateway's collection replaces its own coverage rows only. Rows stored before: as above.
+-- one gateway's collection replaces its own coverage rows only. Rows stored before are of no
+-- known gateway (''): the next collection from any gateway replaces them, the epoch list's too
+-- (accounting._replace_coverage).
 ALTER TABLE coverage ADD COLUMN gateway VARCHAR;
-UPDATE coverage SET gateway = coalesce(regexp_extract(source_url, '^(.*?)/api/v1/', 1), source_url, '')
-WHERE source = 'accounting';
+UPDATE coverage SET gateway = '' WHERE source = 'accounting';
 
 -- acct_legacy_epochs: the epochs whose accounting was stored before this migration. Their rows
 -- are the one gateway the epoch had then, named as well as their source_url allows (a replay's
