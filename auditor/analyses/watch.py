@@ -401,11 +401,12 @@ def state_of(result: Result) -> dict[str, dict]:
 
 
 def say_missing(result: Result, err: Any = None) -> None:
-    """What a reading asked for and did not get, one line each on stderr (it makes exit 3)."""
-    from ..report.text import plain
+    """What a reading asked for and did not get, one line each on stderr (it makes exit 3), as
+    every command says it (``collect_report.incomplete_lines``: what, and what would complete it)."""
+    from ..report.collect_report import incomplete_lines
 
-    for m in result.coverage.get("missing", []):
-        print(f"auditor: watch: incomplete reading: {plain(m)}", file=err or sys.stderr, flush=True)
+    for line in incomplete_lines(result):
+        print(line, file=err or sys.stderr, flush=True)
 
 
 def loop(read: Callable[[], Any], options: WatchOptions, interval: float, *, keep: Callable[[Result, Any], None],
