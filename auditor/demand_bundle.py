@@ -165,13 +165,12 @@ def export(store, first: int, last: int, out: Path, *, name: str | None = None,
     gateway, basis = identity(store, name)
     windows = [w for e in stored for w in cpoc.gateway_demand(Run(store, e))]
     rows = rows_of(windows)
-    files = store.one("SELECT count(*) FROM log_files")[0]
     meta = {"format": FORMAT, "version": VERSION, "gateway": gateway, "gateway_basis": basis,
             "per_10000": per_10000,
             "per_10000_basis": "given with --per-10000" if per_10000 is not None else "unknown (not given)",
             "epochs": [first, last], "epochs_stored": stored,
             "logs_first_ts": _utc(span["first_ts"]).isoformat(), "logs_last_ts": _utc(span["last_ts"]).isoformat(),
-            "log_files": files, "tool_version": __version__,
+            "log_files": span["files"], "tool_version": __version__,
             "created_at": datetime.now(timezone.utc).isoformat()}
     meta = write(out, rows, meta)
     return {**meta, "windows": sum(1 for r in rows if r["kind"] == "window"),
@@ -200,11 +199,12 @@ def own(store, runs: Mapping[int, Any]) -> Contribution | None:
 
     if not runs or cpoc.log_span(next(iter(runs.values())))["first_ts"] is None:
         return None
-    r = store.query("demand_bundle_gateway")[0]
-    gateway = ",".join(r["creators"]) if r["creators"] else "this store"
+    try:
+        gateway, basis = identity(store, None)
+    except UsageError:                  # no escrow record: the store's own logs all the same
+        gateway, basis = "this store", "unknown (no escrow record)"
     windows = [w for e in sorted(runs) for w in cpoc.gateway_demand(runs[e])]
-    return Contribution(gateway, "escrow creator(s) on chain" if r["creators"] else "unknown (no escrow record)",
-                        OWN_SOURCE, None, windows)
+    return Contribution(gateway, basis, OWN_SOURCE, None, windows)
 
 
 # -- reading ------------------------------------------------------------------------------------

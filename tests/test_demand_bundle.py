@@ -37,7 +37,7 @@ T0 = datetime(2026, 9, 23, tzinfo=timezone.utc)
 def _brute(intervals, lo, hi):
     """Per-second maxima by brute force: the level at each millisecond of each second."""
     out = []
-    n = max(1, -(-int((hi - lo).total_seconds() * 1000) // 1000))
+    n = max(1, -(-((hi - lo) // timedelta(milliseconds=1)) // 1000))     # exact: no float's 1000.9999
     for k in range(n):
         top = 0
         for ms in range(1000):
