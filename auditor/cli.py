@@ -266,12 +266,15 @@ def _analyse(a, call, sources, out: Output) -> None:
                          f"(--node, --gateway-log, ...) without --offline")
     with Store(db, progress=_progress()) as store:
         code = 0
+        offline = sources.offline or not sources.any
         if call.pick is not None:       # its epochs depend on the sources: picked before collecting
-            offline = sources.offline or not sources.any        # then from the store, by address
-            call = call.pick(_resolved_participant(store, call) if offline else call, sources, store)
-        if not sources.offline and sources.any:
+            if offline:                 # then from the store, by address: resolved first
+                call = _resolved_participant(store, call)
+            call = call.pick(call, sources, store)
+        if not offline:
             code = _collect(store, sources, call.collect_epochs())
-        call = _resolved_participant(store, call)
+        if call.pick is None or not offline:     # once: after collecting, what the store then knows
+            call = _resolved_participant(store, call)
         mine = _mine(store, getattr(call.options, "mine", ()), call.epoch)
         # written in the same block: a long list (--all-races) is read from the store, and
         # from the analysis's kept tables, as it is written
