@@ -295,3 +295,24 @@ def test_export_never_writes_over_the_store(split):
     r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(store), db=store)
     assert r.returncode == 2 and "is the store" in r.stderr and _one_error(r.stderr), r.stderr
     assert store.read_bytes() == before
+
+
+def test_a_window_one_gateway_covers_in_part_is_partial(split, tmp_path):
+    """Two gateways' demand is summed over the span any of them covers; a window is whole only
+    where every gateway's logs span it. One bundle cut to the window's first half made the
+    window "full" (the other's span covered it), its second half summed with that gateway at 0."""
+    rows = pq.read_table(split["bundle1"]).to_pylist()
+    meta = json.loads(pq.read_schema(split["bundle1"]).metadata[db_.META_KEY])
+    for r in rows:
+        if r["kind"] == "window" and r["covered_from"] is not None:
+            r["covered_to"] = r["covered_from"] + (r["end_time"] - r["start_time"]) / 2
+    half = tmp_path / "half.parquet"
+    db_.write(half, rows, meta)
+    args = ("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]))
+    both = run_json(*args, "--bundle", str(split["bundle1"]), db=split["third"])
+    cut = run_json(*args, "--bundle", str(half), db=split["third"])
+    cpoc_ = [w for w in both["windows"] if w["window"].startswith("cpoc:") and w["evidence"] != "none"]
+    assert cpoc_ and all(w["evidence"] == "full" for w in cpoc_)
+    cut_w = [w for w in cut["windows"] if w["window"] in {x["window"] for x in cpoc_}]
+    assert cut_w and all(w["evidence"] == "partial" and "not every gateway's logs span the window" in w["detail"]
+                         for w in cut_w), cut_w

@@ -231,7 +231,9 @@ def _epoch_demand(run_: Run, by_window: Mapping[tuple[int, str], list]) -> dict:
                                    "evidence": "none", "detail": "no gateway log line in this window"})
             continue
         lo, hi = min(p[1]["covered"][0] for p in parts), max(p[1]["covered"][1] for p in parts)
-        full = covers_cpoc_window(lo, hi, start, end)
+        # whole only where every gateway's logs span the window: elsewhere one gateway's demand is
+        # unknown, not zero, and the sum read over the span any covers is partial
+        full = all(covers_cpoc_window(*pw["covered"], start, end) for _, pw in parts)
         models = sorted({m for _, pw in parts for m in pw["models"]})
         for m in models:
             mine = [pw["models"][m] for _, pw in parts if m in pw["models"]]
@@ -242,9 +244,14 @@ def _epoch_demand(run_: Run, by_window: Mapping[tuple[int, str], list]) -> dict:
             out["latency"][m][0] += sum(d["attempts"] for d in mine)
             out["latency"][m][1] += sum(d["attempt_seconds"] for d in mine)
         out["served"] |= set(models)
-        detail = ("the logs span the whole window" if full else
-                  f"the logs cover {utc_text(lo)} to {utc_text(hi)} only")
-        if len(parts) > 1 or parts[0][0].created_at is not None:
+        if full:
+            detail = "the logs span the whole window"
+        elif len(parts) == 1:
+            detail = f"the logs cover {utc_text(lo)} to {utc_text(hi)} only"
+        else:
+            detail = "not every gateway's logs span the window: " + ", ".join(
+                f"{c.gateway} {utc_text(pw['covered'][0])} to {utc_text(pw['covered'][1])}" for c, pw in parts)
+        if (len(parts) > 1 and full) or (len(parts) == 1 and parts[0][0].created_at is not None):
             detail += f" ({len(parts)} gateway(s): {', '.join(c.gateway for c, _ in parts)})"
         out["windows"].append({"window": w["window"], "start": start, "end": end,
                                "evidence": "full" if full else "partial", "detail": detail})
