@@ -92,6 +92,16 @@ def open_in_place(path: str | Path):
 _STORES: list[tuple[str, tuple[int, int] | None]] = []
 
 
+def read_regular(path: str | Path, limit: int) -> tuple[int, bytes]:
+    """``path``'s mode and, when it is a regular file, its first ``limit`` bytes (else none):
+    opened without blocking and decided from the open file, so a FIFO put there is never
+    waited on and a device never read. OSError when it cannot be opened."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    with open(fd, "rb") as stream:
+        mode = os.fstat(fd).st_mode
+        return mode, stream.read(limit) if stat.S_ISREG(mode) else b""
+
+
 def opened_store(path: str | Path) -> None:
     """Note a store this process opened: no output is written over it (:func:`not_a_store`),
     during the run or after the store is closed."""

@@ -31,7 +31,7 @@ import duckdb
 
 from . import limits
 from .errors import StoreError, UsageError
-from .paths import check_store, opened_store
+from .paths import check_store, opened_store, read_regular
 from .times import utc as _utc
 
 
@@ -197,7 +197,7 @@ class Store:
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
         )
-        done = {r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        done = self._applied()
         files = _migration_files()
         self._refuse_newer(done, files)
         applied = []
@@ -608,12 +608,16 @@ class Store:
                   .fetchall()}
         if "schema_migrations" not in tables:
             return None
-        done = {v for (v,) in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
+        done = self._applied()
         missing = [f.stem for f in _migration_files() if int(f.name[:3]) not in done]
         why = [f"schema migrations not applied: {', '.join(missing)}"] if missing else []
         if "schema_views" not in tables or self._one("SELECT digest FROM schema_views") != (_views_digest(),):
             why.append("views of an older auditor")
         return "; ".join(why) or None
+
+    def _applied(self) -> set[int]:
+        """The schema migrations applied to the store, by number (what migrate and behind compare)."""
+        return {v for (v,) in self.con.execute("SELECT version FROM schema_migrations").fetchall()}
 
     def _count(self, key: str) -> None:
         with self._counting:
@@ -712,14 +716,10 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 def _making_cut_off(path: str) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)     # a FIFO put there since: not waited on
+        mode, head = read_regular(path, HEADER_BYTES)     # a FIFO put there since: not waited on
     except OSError:
         return False
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        head = f.read(HEADER_BYTES)
-    return len(head) < HEADER_BYTES and (not head or head[8:12] == b"DUCK")
+    return stat.S_ISREG(mode) and len(head) < HEADER_BYTES and (not head or head[8:12] == b"DUCK")
 
 
 def _in_utc(con: duckdb.DuckDBPyConnection) -> None:

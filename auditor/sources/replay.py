@@ -76,17 +76,14 @@ def _read(f: Path) -> bytes:
     hang the load, a link to /dev/zero would grow without end), and only up to MAX_RECORDED."""
     import stat
 
-    from ..paths import kind
+    from ..paths import kind, read_regular
 
     try:
-        fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        mode, data = read_regular(f, MAX_RECORDED + 1)
     except OSError as exc:
         raise UsageError(f"{f}: cannot read it: {exc.strerror or exc}") from None
-    with open(fd, "rb") as stream:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{f} is {kind(st.st_mode)}, not a recorded response (a recording is regular files)")
-        data = stream.read(MAX_RECORDED + 1)
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{f} is {kind(mode)}, not a recorded response (a recording is regular files)")
     if len(data) > MAX_RECORDED:
         raise UsageError(f"{f} is over {MAX_RECORDED // 2**20} MiB, more than any recorded response holds")
     return data
