@@ -18,7 +18,7 @@ paid all the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -239,10 +239,9 @@ def _no_summary_reason(store: Any, epoch: int) -> str:
     return not_stored(epoch)
 
 
-def _findings(assessed: list[dict[str, Any]], epoch: int,
-              refusals: Callable[[str], dict[str, Any]]) -> list[Finding]:
-    """The findings of the participants the test failed; each carries the participant's
-    capability refusals next to its misses (``refusals(participant)``: :func:`capability.evidence`)."""
+def _findings(assessed: list[dict[str, Any]], epoch: int) -> list[Finding]:
+    """The findings of the participants the test failed (their capability refusals are added
+    by each analysis that reports them: ``capability.with_refusals``)."""
     out = []
     for a in assessed:
         if a["verdict"] != "zeroed_by_miss_test":
@@ -252,7 +251,6 @@ def _findings(assessed: list[dict[str, Any]], epoch: int,
                     "rewarded_coins": a["rewarded_coins"]}
         evidence["query"] = "queries/misstest_inputs.sql"
         evidence["row"] = {"epoch": epoch, "participant": a["participant"]}
-        evidence[capability.KEY] = refusals(a["participant"])
         subject = {"kind": "participant", "id": a["participant"]}
         if a["discrepancy"]:
             out.append(Finding("miss_test_discrepancy", "warn", subject,
@@ -289,10 +287,10 @@ class MissTestFacts:
 
 def facts(run: Run) -> MissTestFacts:
     """The miss test of ``run``'s epoch (queries/misstest_inputs.sql), computed once per run."""
-    return run.shared("miss_test", lambda: _facts(run.store, run.epoch, lambda p: capability.evidence(run, p)))
+    return run.shared("miss_test", lambda: _facts(run.store, run.epoch))
 
 
-def _facts(store: Any, epoch: int, refusals: Callable[[str], dict[str, Any]]) -> MissTestFacts:
+def _facts(store: Any, epoch: int) -> MissTestFacts:
     rows = store.query("misstest_inputs", epoch=epoch)
     if not rows:
         return MissTestFacts(_no_summary_reason(store, epoch))
@@ -322,7 +320,7 @@ def _facts(store: Any, epoch: int, refusals: Callable[[str], dict[str, Any]]) ->
     assessed = sorted((_assess(r, p0r, excluded_known, root_known) for r in rows),
                       key=lambda a: (VERDICT_ORDER[a["verdict"]], a["participant"]))
     return MissTestFacts(None, p0r, gov_source, settled, tuple(notes), tuple(unknown), tuple(assessed),
-                         tuple(_findings(assessed, epoch, refusals)))
+                         tuple(_findings(assessed, epoch)))
 
 
 def _settled(ctx: Mapping[str, Any], epoch: int, notes: list[str]) -> bool | None:
@@ -348,7 +346,8 @@ def run(store: Any, epoch: int, options: Options | None = None, *, ctx: Run | No
     notes = list(mt.notes)
     assessed = _of_participant(mt, participant, epoch, notes)
     _outcome_notes(assessed, notes)
-    findings = [f for f in mt.findings if participant is None or f.subject["id"] == participant]
+    findings = capability.with_refusals(run_, [f for f in mt.findings if participant is None
+                                               or f.subject["id"] == participant])
     evidence = cpoc.miss_evidence(run_) if run_.includes(cpoc.ANALYSIS) else None
     if evidence is not None:
         findings = cpoc.with_cpoc_evidence(findings, *evidence)

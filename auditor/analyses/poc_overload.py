@@ -200,7 +200,6 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     for ev in events:
         _event_windows(ev, inp, windows, findings, notes, unknown)
     findings.extend(_accounting_findings(run_, windows, inp, notes))
-    findings = capability.with_refusals(run_, findings)      # the host's refusals next to its misses
     findings.extend(_discrepancies(run_, inp.mt_rows, opt.participant))
     cpoc_misses = _cpoc_misses(run_, opt, inp.mt_rows)
     if opt.miss_test_findings:
@@ -209,6 +208,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
         findings.extend(cpoc.with_gateway_misses(with_cpoc_evidence(zeroed, cpoc_misses,
                                                                     {w["participant"] for w in windows}),
                                                  cpoc.gateway_misses(run_)))
+    findings = capability.with_refusals(run_, findings)      # each host's refusals next to its misses
     budget = _metrics_budget(store.query("poc_overload_metrics_budget"), cpoc.timed(events), per_10000)
     if budget:
         notes.extend(b["text"] for b in budget)
