@@ -206,13 +206,14 @@ def _wait(probes: int) -> timedelta:
 def _remember(store: Store, cov: list[dict[str, Any]], rows: list[dict[str, Any]], now: datetime) -> None:
     """Record in escrow_probes what each probed id answered, and when to ask it again."""
     found = {r["escrow_id"]: r for r in rows}
-    for c in cov:
-        eid = int(c["item"].rsplit("/", 1)[1])
+    ids = [int(c["item"].rsplit("/", 1)[1]) for c in cov]       # the item is devshard_escrow/{id}
+    asked = dict(store.con.execute("SELECT escrow_id, probes FROM escrow_probes WHERE escrow_id IN "
+                                   "(SELECT unnest(?::BIGINT[]))", [ids]).fetchall())   # one query, not one an id
+    for eid, c in zip(ids, cov):
         row = found.get(eid)
         outcome = "failed" if c["status"] != "ok" and row is None else \
             "found" if row is not None and row["found"] else "not_found"
-        before = store.one("SELECT probes FROM escrow_probes WHERE escrow_id = ?", [eid])
-        probes = (before[0] if before else 0) + 1
+        probes = asked.get(eid, 0) + 1
         due = now + _wait(probes) if outcome == "not_found" else now   # found, or no answer: next run
         store.replace("escrow_probes", {"escrow_id": eid}, [{"escrow_id": eid, "probes": probes, "last_at": now,
                                                              "outcome": outcome, "next_at": due}])
