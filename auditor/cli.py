@@ -255,6 +255,7 @@ def _analyse(a, call, sources, out: Output) -> None:
     3 when the collection or the analysis's data was incomplete, else 1 for findings at or
     above --fail-on, else 0. Without an epoch (an analysis over --since/--until) only the
     gateway sources are collected."""
+    from . import mine as mine_
     from .errors import SourceError, StoreError
     from .report import render
     from .store import Store
@@ -275,7 +276,7 @@ def _analyse(a, call, sources, out: Output) -> None:
             code = _collect(store, sources, call.collect_epochs())
         if call.pick is None or not offline:     # once: after collecting, what the store then knows
             call = _resolved_participant(store, call)
-        mine = _mine(store, getattr(call.options, "mine", ()), call.epoch)
+        mine = mine_.resolve(store, getattr(call.options, "mine", ()), call.epoch, quiet=state.quiet)
         # written in the same block: a long list (--all-races) is read from the store, and
         # from the analysis's kept tables, as it is written
         with a.reading(store):
@@ -286,9 +287,7 @@ def _analyse(a, call, sources, out: Output) -> None:
             if result.unavailable and not result.parts:
                 raise SourceError(result.unavailable)
             if mine is not None:
-                from .mine import mark
-
-                mark(result, mine, store, call.epoch)
+                mine_.mark(result, mine, store, call.epoch)
             # one participant's report is its full detail: nothing dropped (issues 12, 33)
             whole = getattr(call.options, "participant", None) is not None
             render.emit(result, out.fmt, out.path, render.View(wide=out.wide, whole=whole, command=command_line()))
@@ -300,49 +299,18 @@ def _analyse(a, call, sources, out: Output) -> None:
 
 
 def _resolved_participant(store, call):
-    """``call`` with its --participant as a full address (``_address``)."""
+    """``call`` with its --participant as a full address (``participants.address``)."""
     import dataclasses
 
     text = getattr(call.options, "participant", None)
     if not text:
         return call
-    address = _address(store, text)
+    from .participants import address as resolved
+
+    address = resolved(store, text)
     if address == text and text.startswith("gonka1"):   # a full address as given: a typo is a usage error
         _known_participant(store, text, call.epoch)
     return dataclasses.replace(call, options=dataclasses.replace(call.options, participant=address))
-
-
-def _address(store, text: str, flag: str = "--participant") -> str:
-    """A participant given on the command line as a full address: a full one as given; the
-    8-character label or the shortened form the tables print (``gonka1…p86j0skk``) as the one
-    address the store knows that fits it. None or several is a usage error."""
-    import re
-
-    from .errors import UsageError
-
-    label = re.fullmatch(r"(gonka1(?:…|\.\.\.))?([a-z0-9]+)", text or "")
-    if label is None or (text.startswith("gonka1") and not label.group(1)):
-        return text         # a full address (or no label at all) as given: the analysis says if it has none
-    head = "gonka1" if label.group(1) else ""
-    found = [r["participant"] for r in store.query("participants_matching", head=head, tail=label.group(2))]
-    if len(found) != 1:
-        which = f"matches {', '.join(found[:4])}{' ...' if len(found) > 4 else ''}" if found else \
-            "matches no participant the store holds"
-        raise UsageError(f"{flag} {text} {which}: give the full gonka1... address")
-    return found[0]
-
-
-def _mine(store, mine, epoch):
-    """--mine's addresses (``_address``), each one not in ``epoch`` said on stderr (a note: cron
-    keeps running); None when not given."""
-    from . import mine as mine_
-
-    if not mine:
-        return None
-    addresses = tuple(dict.fromkeys(_address(store, text, "--mine") for text in mine))
-    for note in [] if state.quiet else mine_.absent(store, epoch, addresses):
-        print(f"auditor: note: {note}", file=sys.stderr)
-    return addresses
 
 
 def _known_participant(store, address: str, epoch: int | None) -> None:
@@ -640,7 +608,7 @@ def report_daily(
     raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
                                fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
                                progress=_progress(), collect=_collect, command=command_line(),
-                               mine=functools.partial(_mine, mine=mine) if mine else None))
+                               mine=mine))
 
 
 export_app = typer.Typer(help="Write what the store knows for another store to read.", no_args_is_help=True)

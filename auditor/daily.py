@@ -41,12 +41,12 @@ FORMATS = ("json", "md", "html")
 
 def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | None, fail_on: str | None,
         prom_textfile: Path | None, progress: Any, collect: Callable[[Any, Any, list[int]], int],
-        command: str, mine: Callable[..., Any] | None = None) -> int:
+        command: str, mine: tuple[str, ...] = ()) -> int:
     """The whole job: under the lock of ``out_dir``, pick the epoch, collect it from
     ``sources`` (unless offline; ``collect(store, sources, epochs)`` prints the run reports and
     says 3 when anything is missing), write the report in every format of ``FORMATS`` and the
     textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
-    ``mine(store, epoch=N)``: --mine's addresses, whose findings are marked (auditor/mine.py).
+    ``mine``: --mine as given, whose findings are marked (auditor/mine.py).
 
     The textfile is written on every run that got the lock, a failed one too
     (``auditor_report_complete 0`` and whatever was obtained), so an alert has something to
@@ -88,7 +88,7 @@ class Job:
 
 def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, progress: Any,
             collect: Callable[[Any, Any, list[int]], int], command: str,
-            mine: Callable[..., Any] | None = None) -> tuple[Any, int, Path]:
+            mine: tuple[str, ...] = ()) -> tuple[Any, int, Path]:
     """Pick the epoch, collect it, write the report files: the result, the collection's code
     and the folder written."""
     from .analyses import epoch_report
@@ -108,10 +108,10 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
             job.epoch = latest_settled_in_store(store)
         progress.log(f"report daily: epoch {job.epoch}")
         result = epoch_report.run(store, job.epoch)
-        if mine is not None:
-            from .mine import mark
+        if mine:
+            from . import mine as mine_
 
-            mark(result, mine(store, epoch=job.epoch), store, job.epoch)
+            mine_.mark(result, mine_.resolve(store, mine, job.epoch, quiet=progress.quiet), store, job.epoch)
         folder = out_dir / report_day(store, job.epoch, when).isoformat()
     view = render.View(command=command)
     # all three files or none: a full disk never leaves json and md without html

@@ -23,6 +23,21 @@ from .result import Finding, Result
 EVIDENCE_KEYS = frozenset({"participant", "participants", "host", "hosts", "preserved_hosts", "executor"})
 
 
+def resolve(store: Any, texts: Iterable[str], epoch: int | None, *, quiet: bool = False) -> tuple[str, ...] | None:
+    """--mine's addresses (``participants.address``: a label as the one stored address it fits),
+    each one not in ``epoch`` said on stderr (a note: cron keeps running); None when none given."""
+    import sys
+
+    from .participants import address
+
+    if not texts:
+        return None
+    addresses = tuple(dict.fromkeys(address(store, text, "--mine") for text in texts))
+    for note in [] if quiet else absent(store, epoch, addresses):
+        print(f"auditor: note: {note}", file=sys.stderr)
+    return addresses
+
+
 def absent(store: Any, epoch: int | None, mine: Iterable[str]) -> list[str]:
     """One note per address of ``mine`` that is no participant of ``epoch`` (excluded, new,
     gone): said, never an error, so that cron keeps running."""
