@@ -22,7 +22,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from .analyses.watch import DURATION, WatchCall, call, seconds  # noqa: F401  (the flags, checked: analyses/watch.py)
+from .analyses.watch import WatchCall
 from .errors import AuditorError, SourceError, UsageError
 from .report.view import json_text
 

@@ -19,7 +19,8 @@ from conftest import run_cli, run_json
 from test_reports import STORY, demo, on_a_terminal  # noqa: F401  (demo: the store of every bundled source)
 
 from auditor.analyses.registry import codes
-from auditor.report.render import LEGEND, View, cell, legend, render
+from auditor.report.render import render
+from auditor.report.view import LEGEND, View, cell, legend
 from auditor.report.table import _drawn, keep_order
 from auditor.result import Finding, Result, Table
 

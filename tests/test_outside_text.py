@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from markdown_it import MarkdownIt
 
-from auditor.report.render import View, render
+from auditor.report.render import render
+from auditor.report.view import View
 from auditor.report.text import CONTROL, plain
 from auditor.result import Finding, Result, Table
 from conftest import FIXTURES, run_cli

@@ -422,7 +422,7 @@ _json_values = st.recursive(
 @given(_json_values)
 def test_json_writer_is_json_dumps_indented(value):
     """Short lists: exactly what json.dumps(indent=2) writes; the same value read back."""
-    from auditor.report.render import json_default, to_json
+    from auditor.report.view import json_default, to_json
 
     assert to_json(value) == json.dumps(value, default=json_default, indent=2, ensure_ascii=False)
 
@@ -454,7 +454,7 @@ def test_json_writer_never_writes_nan_or_infinity(value):
 @given(st.lists(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5) | st.none(), max_size=4),
                 min_size=101, max_size=110))
 def test_json_writer_long_list_one_item_per_line(items):
-    from auditor.report.render import to_json
+    from auditor.report.view import to_json
 
     text = to_json({"races": items})
     assert json.loads(text) == {"races": items}
@@ -468,7 +468,7 @@ def test_json_writer_streamed_list_is_the_list(items, per_page):
     """A Stream (a list a result does not hold, made a page at a time as it is written) is
     written exactly as the list it makes, whatever the pages; one that makes fewer or more
     items than it announced fails rather than contradict its count."""
-    from auditor.report.render import to_json
+    from auditor.report.view import to_json
     from auditor.result import Stream
 
     def pages(items=items):

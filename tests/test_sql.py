@@ -106,7 +106,7 @@ def test_a_large_result_is_written_in_bounded_memory(store, tmp_path, fmt, capsy
 def test_json_of_a_short_and_a_long_result_is_as_before(store):
     """Fetched in chunks, the JSON is the text it was: a short list indented, a long one an
     item a line."""
-    from auditor.report.render import to_json
+    from auditor.report.view import to_json
     from auditor.result import SCHEMA_VERSION
 
     for n in (0, 3, 100, 101, 25_001):

@@ -316,13 +316,14 @@ class TimedLog(list):
 
 def _long_run(tmp_path: Path, rate: float, readings: int) -> tuple[list[float], float]:
     from auditor import watch
+    from auditor.analyses.watch import call as watch_call
     from auditor.cli import Output
     from auditor.collect import Sources
 
     clock = FakeClock()
     with ReplayServer(W / "loop") as server:
         server.log = TimedLog(clock)
-        call = watch.call([], False, "1s", 0.2, [server.url + "/devshard/v1"], None, None)
+        call = watch_call([], False, "1s", 0.2, [server.url + "/devshard/v1"], None, None)
         src = Sources(nodes=[server.url], accounting=[server.url], rate=rate, timeout=5)
         watch.live(tmp_path / f"r{rate}.duckdb", call, src, Output("json", None, None, False), "t",
                    clock=clock, sleep=clock.sleep, readings=readings)
@@ -386,7 +387,7 @@ def test_latest_epoch_accepts_numbers_and_strings(height, as_str):
 def test_interval_durations(unit, n):
     from auditor.errors import UsageError
     from auditor.times import MAX_SECONDS
-    from auditor.watch import seconds
+    from auditor.analyses.watch import seconds
 
     value = n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "": 1}[unit]
     if value > MAX_SECONDS:            # a year at most (issue 35)

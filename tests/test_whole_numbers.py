@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, run_cli
 from test_reports import STORY, demo, on_a_terminal  # noqa: F401  (demo: the store of every bundled source)
 
-from auditor.report.render import View, cell
+from auditor.report.view import View, cell
 from auditor.report.table import print_table, short_addresses
 from auditor.result import Result, Table
 
@@ -184,7 +184,7 @@ def test_the_readme_host_operator_example_shows_escrow_misses_and_ghosts_whole(p
 
 # -- quantities with thousands separators, identifiers never (issue 33) ------------------------------
 def test_quantities_have_separators_and_identifiers_none(demo):
-    from auditor.report.render import identifier
+    from auditor.report.view import identifier
 
     assert [identifier(c) for c in ("escrow", "epoch", "first_warned_height", "primary_nonce", "slot", "request",
                                     "requests", "preserved_slots", "rewarded_coins", "weight")] == \

@@ -15,9 +15,7 @@ from typing import IO, Any
 from ..errors import UsageError
 from ..result import Result, Stream, Table
 from .formats import FORMATS, Format
-from .view import (  # noqa: F401  (callers read these here too)
-    IDENTIFIERS, LEGEND, View, cell, findings_table, identifier, json_default, json_pieces, layout, legend, numeric,
-    to_csv, to_json)
+from .view import View  # noqa: F401  (what callers give emit and render: render.View)
 
 
 def render(result: Result, fmt: str, view: View = View()) -> str:
