@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from auditor.analyses import epoch_report, misstest as mt
 from auditor.analyses.frame import Options
-from auditor.report import render
+from auditor.report import view
 from auditor.store import Store, utcnow
 
 from conftest import ROOT, SHARED
@@ -359,7 +359,7 @@ def test_run_verdicts_and_contract():
     assert order == ["gonka1b_missy", "gonka1f_paid", "gonka1c_excluded", "gonka1e_noweight",
                      "gonka1g_mystery", "gonka1d_idle", "gonka1a_ok"]
     # JSON: ints stay ints, p0 a number, everything serialisable
-    out = json.loads(render.to_json(d))
+    out = json.loads(view.to_json(d))
     assert out["p0"] == 0.1 and isinstance(out["participants"][0]["rewarded_coins"], int)
     assert isinstance(out["participants"][0]["passed"], bool)
     t = res.tables[0]
@@ -368,7 +368,7 @@ def test_run_verdicts_and_contract():
                                                     "verdict", "reason"]
     assert [r["participant"] for r in t.rows] == order
     assert "DISCREPANCY" in t.rows[1]["reason"]
-    assert render.to_csv(t).splitlines()[0].startswith("participant,total,missed")
+    assert view.to_csv(t).splitlines()[0].startswith("participant,total,missed")
     assert dict(res.header)["skip (outage breaker)"] == "no"
 
 
