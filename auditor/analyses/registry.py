@@ -503,7 +503,10 @@ def _row(*cells: str) -> str:
 # The CLI's commands that are not analyses (their flags are in cli.py), for the README's table:
 # before the analyses and after them.
 COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`",
-                    "collect any combination of sources into the store")]
+                    "collect any combination of sources into the store"),
+                   ("prune", "`auditor prune --keep-epochs N`",
+                    "drop the gateway log lines older than the newest N stored epochs; every epoch's chain and "
+                    "accounting stay")]
 COMMANDS_AFTER = [
     ("report daily", "`auditor report daily --out DIR [--date D] [--epoch N] [--fail-on L] [--prom-textfile PATH] "
                      "[--mine ADDR]... [source flags]`",
