@@ -431,7 +431,8 @@ def prune(
 
     The file does not shrink (DuckDB gives back only free space at its end): the next collects
     reuse the space freed. Today the prune writes the log rows it keeps again, so the file may
-    grow once by about their size (README: Retention).
+    grow once by about their size (README: Retention). report daily prunes after each collect
+    with retain_epochs (auditor.toml) or --retain-epochs.
 
     Exit 3, nothing dropped: no chain epoch stored (it cannot tell epochs apart), or the start
     of the oldest kept epoch is not stored; no store at --db; the store locked by another process.
@@ -634,6 +635,11 @@ def report_daily(
     fail_on: FailOnOpt = None,
     prom_textfile: Annotated[Optional[Path], typer.Option("--prom-textfile", metavar="PATH",
         help="Also write the findings and key figures as Prometheus metrics (node_exporter textfile).")] = None,
+    retain_epochs: Annotated[Optional[int], typer.Option("--retain-epochs", metavar="N", min=1,
+        envvar="AUDITOR_RETAIN_EPOCHS",
+        help="After collecting, keep the gateway log of the newest N stored epochs (and of the epoch "
+             "reported) and drop the older lines, as `auditor prune --keep-epochs N`. "
+             "[default: keep all; retain_epochs in auditor.toml]")] = None,
 ) -> None:
     """Write the day's report for cron: json, md and html in DIR/<date>/, never prompting,
     plain log lines when stderr is not a terminal, one run at a time (a lock in DIR).
@@ -649,7 +655,7 @@ def report_daily(
     raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
                                fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
                                progress=_progress(), collect=_collect, command=command_line(),
-                               mine=mine))
+                               mine=mine, retain_epochs=retain_epochs))
 
 
 export_app = typer.Typer(help="Write what the store knows for another store to read.", no_args_is_help=True)

@@ -287,3 +287,64 @@ def test_a_prune_stopped_midway_leaves_the_store_as_it_was(multi, tmp_path, monk
     assert _contents(db) == before
     r = run_cli("prune", "--keep-epochs", "2", db=db)      # and it can be pruned afterwards
     assert r.returncode == 0, r.stderr
+
+
+# -- report daily ------------------------------------------------------------------------------
+def test_report_daily_with_retain_epochs_prunes_after_collecting_and_says_so(multi, logs, tmp_path):
+    """retain_epochs in auditor.toml: the day's log collected, the store pruned to the newest
+    epoch's log, the report made from what is left."""
+    db = _copy(multi, tmp_path)
+    config = tmp_path / "auditor.toml"
+    config.write_text("retain_epochs = 1\n")
+    out = tmp_path / "out"
+    r = run_cli("--config", str(config), "report", "daily", "--out", str(out), "--epoch", "406",
+                "--gateway-log", str(logs[4]), db=db)
+    assert r.returncode in (0, 1, 3), r.stderr     # 3: a remint line without a time (section12-bare.log)
+    said = r.stderr[r.stderr.index("gateway_log: loaded"):]
+    pruned = said.index("report daily: kept epoch 406 (1 of 4 stored): the gateway log from 2026-09-25T21:26:30")
+    assert pruned < said.index("report daily: dropped ") < said.index("report daily: wrote ")
+    assert one(db, "SELECT count(*) FROM log_events WHERE ts < ?", [_start(db, 406)]) == 0
+    assert one(db, "SELECT count(*) FROM log_events WHERE ts > ?", [_start(db, 406) + (_start(db, 406) - _start(db, 405))]) > 0
+    assert json.loads((out / "2026-09-25" / "report.json").read_text())["epoch"] == 406
+
+
+def test_report_daily_keeps_the_log_of_the_epoch_it_reports(multi, tmp_path):
+    db = _copy(multi, tmp_path)
+    r = run_cli("report", "daily", "--out", str(tmp_path / "out"), "--offline", "--epoch", "404",
+                "--retain-epochs", "1", db=db)
+    assert r.returncode in (0, 1, 3), r.stderr     # 3: a remint line without a time (section12-bare.log)
+    assert "report daily: kept epochs 404..406 (3 of 4 stored): the gateway log from 2026-09-23T19:15:00" in r.stderr
+    assert one(db, "SELECT min(ts) FROM log_events") >= _start(db, 404)
+    assert one(db, "SELECT count(*) FROM log_events WHERE ts < ?", [_start(db, 405)]) > 0
+
+
+def test_report_daily_on_a_store_it_cannot_prune_says_so_and_reports(multi, tmp_path):
+    db = _copy(multi, tmp_path)
+    with duckdb.connect(str(db)) as con:
+        con.execute("DELETE FROM chain_block_times WHERE height = "
+                    "(SELECT effective_height FROM chain_epochs WHERE epoch = 406)")
+    lines = one(db, "SELECT count(*) FROM log_events")
+    out = tmp_path / "out"
+    r = run_cli("--quiet", "report", "daily", "--out", str(out), "--offline", "--epoch", "406",
+                "--retain-epochs", "1", "--date", "2026-09-26", db=db)
+    assert r.returncode in (0, 1, 3), r.stderr
+    assert r.stderr.startswith("auditor: report daily: not pruned: the start of epoch 406 (the time of block ")
+    assert one(db, "SELECT count(*) FROM log_events") == lines
+    assert json.loads((out / "2026-09-26" / "report.json").read_text())["epoch"] == 406
+
+
+@pytest.mark.parametrize("how", [("--retain-epochs", "0"), ("env", "0"), ("toml", "0")])
+def test_retain_epochs_below_one_is_a_usage_error(multi, tmp_path, how):
+    db = _copy(multi, tmp_path)
+    args, env = ["report", "daily", "--out", str(tmp_path / "out"), "--offline"], {}
+    if how[0] == "env":
+        env["AUDITOR_RETAIN_EPOCHS"] = how[1]
+    elif how[0] == "toml":
+        (tmp_path / "auditor.toml").write_text(f"[report.daily]\nretain_epochs = {how[1]}\n")
+        args = ["--config", str(tmp_path / "auditor.toml"), *args]
+    else:
+        args += list(how)
+    r = run_cli(*args, db=db, env=env)
+    assert r.returncode == 2 and "retain" in r.stderr and "0 is not in the range x>=1" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()

@@ -509,7 +509,7 @@ COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`"
                     "accounting stay")]
 COMMANDS_AFTER = [
     ("report daily", "`auditor report daily --out DIR [--date D] [--epoch N] [--fail-on L] [--prom-textfile PATH] "
-                     "[--mine ADDR]... [source flags]`",
+                     "[--mine ADDR]... [--retain-epochs N] [source flags]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
     ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE] [--allow-files]`",
      "query the store, read-only: no other file read or written unless `--allow-files`, no setting changed"),
