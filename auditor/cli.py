@@ -429,9 +429,9 @@ def prune(
     epochs or fewer is left as it is. One transaction: a prune stopped midway changes nothing.
     Prints what it kept and dropped (on stderr; nothing with --quiet).
 
-    The file does not shrink (DuckDB gives back only free space at its end): the next collects
-    reuse the space freed. Today the prune writes the log rows it keeps again, so the file may
-    grow once by about their size (README: Retention). report daily prunes after each collect
+    The file shrinks only by the free space at its end (DuckDB gives back no other): the next
+    collects reuse the rest. Today the prune writes the log rows it keeps again, so the file may
+    first grow by about their size (README: Retention, with measured sizes). report daily prunes after each collect
     with retain_epochs (auditor.toml) or --retain-epochs.
 
     Exit 3, nothing dropped: no chain epoch stored (it cannot tell epochs apart), or the start

@@ -13,8 +13,9 @@
   be of epochs not collected yet.
 - What it costs: today every line is a row of log_events, whose rows must stay numbered in
   the order stored (``Store.lines_deleted``), so the rows kept are written again: the file
-  grows once by about their size, and the next collects reuse the space freed. DuckDB does
-  not shrink the file. The kept derived tables are worked out again by the next analysis.
+  may first grow by about their size. The next collects reuse the space freed; DuckDB gives
+  back only the free space at the file's end. The kept derived tables are worked out again by
+  the next analysis.
 - A store with no chain epoch cannot tell epochs apart, and one whose oldest kept epoch's
   start time is not stored cannot tell which lines are older: both are refused (one line,
   exit 3), nothing dropped.
