@@ -15,11 +15,12 @@ import json
 import re
 import shutil
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, ROOT, one, q, run_cli
 from test_line_tables import _from_definitions, _tables
@@ -264,6 +265,20 @@ def test_an_oldest_kept_epoch_without_a_start_time_is_refused(multi, tmp_path):
     assert _contents(db) == before
 
 
+def test_prune_takes_the_stores_write_lock(multi, tmp_path):
+    """A store another process writes to (here: this one, holding it open) is not pruned."""
+    db = _copy(multi, tmp_path)
+    before = _contents(db)
+    holder = duckdb.connect(str(db))
+    try:
+        r = run_cli("prune", "--keep-epochs", "1", db=db, process=True)
+    finally:
+        holder.close()
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("auditor: error: the database") and "locked by another process" in r.stderr
+    assert _contents(db) == before
+
+
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
 def test_a_prune_stopped_midway_leaves_the_store_as_it_was(multi, tmp_path, monkeypatch, stop):
     """Ctrl-C or a failure after the lines were deleted and the kept tables dropped, while
@@ -348,3 +363,58 @@ def test_retain_epochs_below_one_is_a_usage_error(multi, tmp_path, how):
     assert r.returncode == 2 and "retain" in r.stderr and "0 is not in the range x>=1" in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+# -- the rule, against an oracle ---------------------------------------------------------------
+_T0 = datetime(2026, 9, 1, tzinfo=timezone.utc)
+
+
+@st.composite
+def _stores(draw):
+    """Stored epochs (each starting an hour after the one before, some without a start time),
+    log lines at times around them (some without a time), N, and an epoch report daily keeps."""
+    epochs = sorted(draw(st.sets(st.integers(1, 30), min_size=1, max_size=8)))
+    untimed = draw(st.sets(st.sampled_from(epochs)))
+    lines = draw(st.lists(st.one_of(st.none(), st.integers(-120, 32 * 60)), max_size=40))
+    keep = draw(st.integers(1, 9))
+    also = draw(st.one_of(st.none(), st.integers(0, 31)))
+    return epochs, untimed, [None if m is None else _T0 + timedelta(minutes=m) for m in lines], keep, also
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_stores())
+def test_the_rule_keeps_the_newest_epochs_lines_and_every_untimed_one(case):
+    from auditor import prune
+    from auditor.errors import SourceError
+    from auditor.store import Store
+
+    epochs, untimed, times, keep, also = case
+    start = {e: _T0 + timedelta(hours=e) for e in epochs if e not in untimed}
+    with Store(":memory:") as store:
+        store.insert("chain_epochs", [{"epoch": e, "effective_height": 1000 + e, "settled": True, "complete": True}
+                                      for e in epochs])
+        store.insert("chain_block_times", [{"height": 1000 + e, "time": t, "time_text": str(t)}
+                                           for e, t in start.items()])
+        store.insert("log_events", [{"file_id": 1, "line_no": i + 1, "byte_offset": i, "ts": t, "fmt": "text",
+                                     "kind": "stage", "name": "gateway_request_received", "request": f"r{i}",
+                                     "fields": "{}"} for i, t in enumerate(times)])
+        store.keep_lines()
+        # the oracle: every stored epoch from the older of the newest N and `also` on
+        first = min(epochs[-keep:][0], also if also is not None else epochs[-1])
+        kept = [e for e in epochs if e >= first]
+        if len(kept) < len(epochs) and kept[0] not in start:
+            with pytest.raises(SourceError, match=f"the start of epoch {kept[0]} "):
+                prune.run(store, keep, also)
+            return
+        pruned = prune.run(store, keep, also)
+        cutoff = start[kept[0]] if len(kept) < len(epochs) else None
+        want = sorted((t for t in times if cutoff is None or t is None or t >= cutoff), key=repr)
+        got = [r[0] for r in store.con.execute("SELECT ts FROM log_events ORDER BY line_no").fetchall()]
+        assert sorted(got, key=repr) == want
+        assert pruned.kept == kept and pruned.cutoff == cutoff
+        assert pruned.lines_dropped == len(times) - len(want)
+        assert pruned.untimed == (times.count(None) if cutoff else 0)      # counted when there is a cut
+        # every line table has read the rows left (lines_state counts log_events' rows)
+        assert {n for (n,) in store.con.execute("SELECT rows_read FROM lines_state").fetchall()} == {len(got)}
+        assert [r[0] for r in store.con.execute("SELECT line_no FROM log_events ORDER BY rowid").fetchall()] == \
+            sorted(r[0] for r in store.con.execute("SELECT line_no FROM log_events").fetchall())
