@@ -413,6 +413,48 @@ def collect(
     raise typer.Exit(code)
 
 
+@app.command()
+def prune(
+    keep_epochs: Annotated[int, typer.Option("--keep-epochs", metavar="N", min=1,
+        help="Keep the gateway log of the newest N epochs the store holds from the chain (1 or more).")],
+) -> None:
+    """Drop the gateway log lines of old epochs from the store; keep every epoch's chain and accounting.
+
+    The epochs kept are the newest N the store holds from the chain. The log lines timed before
+    the start of the oldest of them (its effective start, the block time the chain gives) are
+    dropped from log_events and the line tables; a line without a time is kept (unknown is not
+    old). The chain, the accounting, escrow probes, watch readings, coverage and each log file's
+    read position stay, so collecting the same file again adds none of the dropped lines. The
+    kept tables of the analyses are worked out again by the next analysis. A store holding N
+    epochs or fewer is left as it is. One transaction: a prune stopped midway changes nothing.
+    Prints what it kept and dropped (on stderr; nothing with --quiet).
+
+    The file shrinks only by the free space at its end (DuckDB gives back no other): the next
+    collects reuse the rest. Today the prune writes the log rows it keeps again, so the file may
+    first grow by about their size (README: Retention, with measured sizes). report daily prunes after each collect
+    with retain_epochs (auditor.toml) or --retain-epochs.
+
+    Exit 3, nothing dropped: no chain epoch stored (it cannot tell epochs apart), or the start
+    of the oldest kept epoch is not stored; no store at --db; the store locked by another process.
+
+    \b
+    Example:
+      auditor prune --keep-epochs 7
+    """
+    from . import prune as prune_
+    from .errors import StoreError
+    from .store import Store
+
+    db = _db()
+    if not Path(db).exists():       # nothing to prune: not a new, empty store made to say so
+        raise StoreError(f"no database at {db}; nothing to prune")
+    with Store(db, progress=_progress()) as store:
+        pruned = prune_.run(store, keep_epochs)
+    if not state.quiet:
+        for line in pruned.lines():
+            print(f"prune: {line}", file=sys.stderr)
+
+
 # -- the analysis commands: one per registry record with a command (analyses/registry.py) ------
 def _call_group(cls) -> Group:
     """The flags of an analysis's command, made from its Options class (analyses/frame.py
@@ -593,6 +635,11 @@ def report_daily(
     fail_on: FailOnOpt = None,
     prom_textfile: Annotated[Optional[Path], typer.Option("--prom-textfile", metavar="PATH",
         help="Also write the findings and key figures as Prometheus metrics (node_exporter textfile).")] = None,
+    retain_epochs: Annotated[Optional[int], typer.Option("--retain-epochs", metavar="N", min=1,
+        envvar="AUDITOR_RETAIN_EPOCHS",
+        help="After collecting, keep the gateway log of the newest N stored epochs (and of the epoch "
+             "reported) and drop the older lines, as `auditor prune --keep-epochs N`. "
+             "[default: keep all; retain_epochs in auditor.toml]")] = None,
 ) -> None:
     """Write the day's report for cron: json, md and html in DIR/<date>/, never prompting,
     plain log lines when stderr is not a terminal, one run at a time (a lock in DIR).
@@ -608,7 +655,7 @@ def report_daily(
     raise typer.Exit(daily.run(_db(), sources, out_dir, day=day, epoch=epoch,
                                fail_on=fail_on.value if fail_on else None, prom_textfile=prom_textfile,
                                progress=_progress(), collect=_collect, command=command_line(),
-                               mine=mine))
+                               mine=mine, retain_epochs=retain_epochs))
 
 
 export_app = typer.Typer(help="Write what the store knows for another store to read.", no_args_is_help=True)

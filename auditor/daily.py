@@ -8,6 +8,9 @@ for one epoch, and optionally a Prometheus textfile.
   runs, else minus two; stepping back while the node lacks the next epoch's root group),
   otherwise the latest settled epoch the store holds.
 - ``<date>`` is D, or the UTC date of the epoch's effective start.
+- With ``retain_epochs`` (``--retain-epochs N``, auditor.toml, ``$AUDITOR_RETAIN_EPOCHS``) the
+  store is pruned after the collect and before the report, as ``auditor prune --keep-epochs N``
+  (auditor/prune.py), the reported epoch's log kept too; what it dropped is logged.
 - The three files are written together or not at all (``render.write_all_atomic``): each
   to a temp file first, then all renamed, so a full disk leaves the day's folder as it was
   (and says which file and why, exit 3); an unusable ``--out`` is one line naming it, exit 2.
@@ -41,12 +44,14 @@ FORMATS = ("json", "md", "html")
 
 def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | None, fail_on: str | None,
         prom_textfile: Path | None, progress: Any, collect: Callable[[Any, Any, list[int]], int],
-        command: str, mine: tuple[str, ...] = ()) -> int:
+        command: str, mine: tuple[str, ...] = (), retain_epochs: int | None = None) -> int:
     """The whole job: under the lock of ``out_dir``, pick the epoch, collect it from
     ``sources`` (unless offline; ``collect(store, sources, epochs)`` prints the run reports and
     says 3 when anything is missing), write the report in every format of ``FORMATS`` and the
     textfile; the exit code (3 incomplete, else 1 findings at ``fail_on``, else 0).
-    ``mine``: --mine as given, whose findings are marked (auditor/mine.py).
+    ``mine``: --mine as given, whose findings are marked (auditor/mine.py). ``retain_epochs``:
+    after the collect, the store's gateway log is pruned to the newest N epochs' and the
+    reported epoch's (auditor/prune.py) before the report is made.
 
     The textfile is written on every run that got the lock, a failed one too
     (``auditor_report_complete 0`` and whatever was obtained), so an alert has something to
@@ -59,7 +64,8 @@ def run(db: Path, sources: Any, out_dir: Path, *, day: str | None, epoch: int | 
     with locked(out_dir):                           # held until every file is written
         job = Job(epoch)
         try:
-            result, code, folder = _report(job, db, sources, out_dir, when, progress, collect, command, mine)
+            result, code, folder = _report(job, db, sources, out_dir, when, progress, collect, command, mine,
+                                           retain_epochs)
         except Exception:
             if prom_textfile is not None:
                 _write_failed(prom_textfile, job.epoch)
@@ -88,9 +94,9 @@ class Job:
 
 def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, progress: Any,
             collect: Callable[[Any, Any, list[int]], int], command: str,
-            mine: tuple[str, ...] = ()) -> tuple[Any, int, Path]:
-    """Pick the epoch, collect it, write the report files: the result, the collection's code
-    and the folder written."""
+            mine: tuple[str, ...] = (), retain_epochs: int | None = None) -> tuple[Any, int, Path]:
+    """Pick the epoch, collect it, prune the store (``retain_epochs``), write the report files:
+    the result, the collection's code and the folder written."""
     from .analyses import epoch_report
     from .collect import resolved
     from .report import render
@@ -107,6 +113,8 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
         if job.epoch is None:
             job.epoch = latest_settled_in_store(store)
         progress.log(f"report daily: epoch {job.epoch}")
+        if retain_epochs is not None:
+            _prune(store, retain_epochs, job.epoch, progress)
         result = epoch_report.run(store, job.epoch)
         if mine:
             from . import mine as mine_
@@ -120,6 +128,22 @@ def _report(job: Job, db: Path, sources: Any, out_dir: Path, when: date | None, 
     progress.log(f"report daily: wrote {folder}/report.{{{','.join(f.extension for f in records)}}} "
                  f"({len(result.findings)} findings)")
     return result, code, folder
+
+
+def _prune(store, keep: int, epoch: int, progress: Any) -> None:
+    """The retention rule (auditor/prune.py), the reported epoch kept too, each line of what it
+    did logged. When the store cannot tell which lines are old, nothing is dropped and that is
+    one line on stderr, --quiet or not (cron mails it): the report is made all the same."""
+    from . import prune
+    from .report.text import plain
+
+    try:
+        pruned = prune.run(store, keep, also=epoch)
+    except SourceError as exc:
+        print(f"auditor: report daily: not pruned: {plain(exc)}", file=sys.stderr)
+        return
+    for line in pruned.lines("retain_epochs"):
+        progress.log(f"report daily: {line}")
 
 
 def _write_failed(path: Path, epoch: int | None) -> None:

@@ -32,7 +32,7 @@ import duckdb
 from . import limits
 from .errors import StoreError, UsageError
 from .paths import check_store, opened_store, read_regular
-from .times import utc as _utc
+from .times import utc as _utc, utc_text
 
 
 def queries_dir() -> Path:
@@ -273,6 +273,74 @@ class Store:
                                  f"(SELECT * FROM main.log_events WHERE rowid >= {int(rows_read)}) {files[name]})")
                 self.con.execute("UPDATE lines_state SET rows_read = ? WHERE name = ?", [total, name])
         return rows
+
+    # -- the gateway log's lines, by time (auditor prune) --------------------------------
+    def log_line_tables(self) -> list[str]:
+        """The tables that hold the gateway log's lines, one row a line with its time in ``ts``
+        (NULL: the line had none): what ``drop_lines_before`` deletes from, by one rule. Today
+        log_events and the line tables (queries/lines/), each line in both."""
+        return ["log_events", *line_tables()]
+
+    def drop_lines_before(self, cutoff: datetime) -> tuple[dict[str, int], list[str]]:
+        """Delete the gateway log's lines timed before ``cutoff`` from every table that holds
+        them (``log_line_tables``; a line without a time stays), in one transaction with what
+        depends on them: the kept derived tables are forgotten (``forget_derived``: the next
+        analysis works them out from the lines left) and the line tables' bookkeeping is
+        brought in step (``lines_deleted``). Then a CHECKPOINT, so that the freed blocks are
+        reused by the next collect. log_files, log_rejects and their samples stay (a file's
+        read position stays, so collecting it again reads none of the dropped lines back).
+        The rows deleted per table, and the kept tables forgotten; when no row is deleted,
+        nothing else is done."""
+        self.keep_lines()       # the line tables have read all of log_events (lines_deleted counts on it)
+        forgotten: list[str] = []
+        with self._step(f"dropping the log lines timed before {utc_text(cutoff)}"), self.transaction():
+            dropped = {t: self._one(f"DELETE FROM main.{t} WHERE ts < ?", [cutoff])[0]
+                       for t in self.log_line_tables()}
+            if any(dropped.values()):
+                forgotten = self.forget_derived()
+                self.lines_deleted()
+        if any(dropped.values()):
+            self.con.execute("CHECKPOINT")
+        return dropped, forgotten
+
+    def lines_deleted(self) -> None:
+        """The bookkeeping over log_events' rows, in step again after rows were deleted from it
+        (in the caller's transaction). It counts rows and reads the new ones by rowid
+        (lines_state.rows_read, derived_state.log_events, queries/refresh/: ``rowid >= count``),
+        which holds while the rowids are 0..count-1 in the order stored; a DELETE leaves gaps,
+        and DuckDB's checkpoint renumbers some rows. So log_events is written again, the same
+        rows in the same order (its DDL as the store has it), and every line table has then
+        read all of it (they were up to date, and lost the same lines)."""
+        ddl = self._one("SELECT sql FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'log_events'")[0]
+        packed, n = re.subn(r"^CREATE TABLE (main\.)?log_events\s*\(", "CREATE TABLE main.log_events_packed(", ddl)
+        if n != 1:
+            raise StoreError(f"cannot read the definition of log_events in {self.path}: {ddl[:80]!r}")
+        with self.transaction():
+            self.con.execute(packed)
+            self.con.execute("INSERT INTO main.log_events_packed SELECT * FROM main.log_events")   # in rowid order
+            self.con.execute("DROP TABLE main.log_events")
+            self.con.execute("ALTER TABLE main.log_events_packed RENAME TO log_events")
+            self.con.execute("UPDATE lines_state SET rows_read = (SELECT count(*) FROM main.log_events)")
+
+    def forget_derived(self) -> list[str]:
+        """Drop every kept derived table (``derived``) and its derived_state row, so that the
+        next analysis works it out again from the lines the store holds: after lines were
+        deleted its rows are of lines no longer there. The views it forgot, by name."""
+        if any(self._shadowed.values()):
+            raise StoreError("the kept tables cannot be forgotten while an analysis reads them")
+        tables = {t for (t,) in self.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND table_name LIKE 'derived\\_%' "
+            "ESCAPE '\\' AND table_name <> 'derived_state'").fetchall()}
+        names = sorted({n for (n,) in self.con.execute("SELECT name FROM derived_state").fetchall()}
+                       | {t.removeprefix("derived_") for t in tables})
+        with self.transaction():
+            for name in names:
+                _check_name(name)
+                self.con.execute(f"DROP TABLE IF EXISTS main.derived_{name}")
+            self.con.execute("DELETE FROM derived_state")
+        self._refreshed.clear()         # what this connection refreshed is gone with them
+        self._changed = None
+        return names
 
     def create_views(self) -> None:
         """Define every view of ``queries/views/`` (when their text changed since the last

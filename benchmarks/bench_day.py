@@ -109,8 +109,9 @@ def day(dir_: Path, size: str, shift: int = 0) -> tuple[Path, dict]:
     return log, {"lines": lines, "requests": requests}
 
 
-def clone_epochs(db: Path) -> None:
-    """Epoch 403's chain and accounting rows again as epochs 404..409, one epoch length later each."""
+def clone_epochs(db: Path, last: int = LAST) -> None:
+    """Epoch 403's chain and accounting rows again as epochs 404..``last``, one epoch length
+    later each (tests/test_prune.py makes its stores of several epochs with it too)."""
     import duckdb
     con = duckdb.connect(str(db))
     con.execute("SET TimeZone = 'UTC'")
@@ -120,7 +121,7 @@ def clone_epochs(db: Path) -> None:
                             "WHERE table_type = 'BASE TABLE' ORDER BY ordinal_position").fetchall():
         cols.setdefault(t, []).append(c)
     us = day_log.EPOCH_TIME // timedelta(microseconds=1)
-    for k in range(1, LAST - FIRST + 1):
+    for k in range(1, last - FIRST + 1):
         dh, dt = k * day_log.EPOCH_BLOCKS, f"INTERVAL {k * us} MICROSECONDS"
         for t in (t for t, cs in cols.items() if "epoch" in cs):
             heights = [c for c in cols[t] if c.endswith("height") or (t == "chain_cpoc_events" and c in CPOC_HEIGHTS)]

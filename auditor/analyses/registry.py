@@ -503,10 +503,13 @@ def _row(*cells: str) -> str:
 # The CLI's commands that are not analyses (their flags are in cli.py), for the README's table:
 # before the analyses and after them.
 COMMANDS_BEFORE = [("collect", "`auditor collect [--epoch N]... [source flags]`",
-                    "collect any combination of sources into the store")]
+                    "collect any combination of sources into the store"),
+                   ("prune", "`auditor prune --keep-epochs N`",
+                    "drop the gateway log lines older than the newest N stored epochs; every epoch's chain and "
+                    "accounting stay")]
 COMMANDS_AFTER = [
     ("report daily", "`auditor report daily --out DIR [--date D] [--epoch N] [--fail-on L] [--prom-textfile PATH] "
-                     "[--mine ADDR]... [source flags]`",
+                     "[--mine ADDR]... [--retain-epochs N] [source flags]`",
      "the cron job: `DIR/<date>/report.{json,md,html}` and Prometheus metrics"),
     ("sql", "`auditor sql \"SELECT ...\" [--format table\\|json\\|csv\\|md] [--output FILE] [--allow-files]`",
      "query the store, read-only: no other file read or written unless `--allow-files`, no setting changed"),

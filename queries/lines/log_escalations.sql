@@ -6,7 +6,8 @@
 -- suspicious_host_immediate_escalation -> suspicious_host, poc_probe_immediate_escalation ->
 -- poc_probe, phase_transition_retry -> phase_transition_aborted.
 --   pos   file_id x 10^12 + line_no: line order across files
-SELECT request, file_id::BIGINT * 1000000000000 + line_no AS pos,
+--   ts    the line's time (auditor prune drops the lines before a time from every line table)
+SELECT request, file_id::BIGINT * 1000000000000 + line_no AS pos, ts,
        CASE name
            WHEN 'secondary_immediate_start' THEN coalesce(fields->>'decision', '=decision')
            WHEN 'receipt_timeout_wait_elapsed' THEN 'receipt_timeout'
