@@ -82,20 +82,27 @@ def _before(path: str) -> list[str]:
 
 
 def _held(path: str) -> bool:
-    """Whether another process holds DuckDB's write lock on ``path`` (a conversion under way)."""
+    """Whether another process holds a lock on ``path`` (DuckDB's, of a conversion under way).
+    Read from /proc/locks where there is one, without opening the file: closing a descriptor of it
+    would drop the locks this process holds on it (a store it has open)."""
     import fcntl
 
     try:
+        st = os.stat(path)
+        with open("/proc/locks", encoding="ascii") as f:
+            locks = f.read().splitlines()
+    except FileNotFoundError:               # not Linux: ask for a lock
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return any(len(w) > 5 and w[5] == ident and w[4] != str(os.getpid())
+               for w in (line.split() for line in locks))
 
 
 def recover(path: str) -> str | None:
@@ -152,9 +159,12 @@ def convert(store: Store, pending: list[Migration]) -> None:
                          f"{os.path.dirname(real)} has {free / 1e6:,.1f} MB free; free some space and run "
                          "again (the store is as it was)")
     linked = moved = False
+    # read through a descriptor kept open until the old file's connection is closed: closing any
+    # descriptor of a file drops every POSIX lock the process holds on it, DuckDB's write lock too
+    src = os.open(real, os.O_RDONLY)
     try:
         with store._step(f"{what}: copying {size / 1e6:,.1f} MB into {os.path.basename(new)}"):
-            shutil.copyfile(real, new)
+            _copy(src, new)
         _at("copied")
         store.con.execute(f"ATTACH {_string(new)} AS {_quoted(_ALIAS)}")
         store.con.execute(f"USE {_quoted(_ALIAS)}")
@@ -165,7 +175,7 @@ def convert(store: Store, pending: list[Migration]) -> None:
             _check(store, pending, old, catalogs)
         store.con.execute(f"USE {_quoted(old)}")
         store.con.execute(f"DETACH {_quoted(_ALIAS)}")     # checkpointed: no .wal of its own
-        _fsync(new)
+        _fsync(new)                            # as the migrations left it
         _at("checked")
         try:
             os.link(real, before)
@@ -179,14 +189,19 @@ def convert(store: Store, pending: list[Migration]) -> None:
         os.replace(new, real)                  # the name holds a whole store throughout
     except BaseException as exc:
         _undo(store, old, new, real, before, linked, moved)
+        store.con.close()                      # the store's lock held until its file is closed
+        os.close(src)
         if isinstance(exc, StoreError):
             raise StoreError(f"{failed}: {exc} (the store is as it was)") from exc
         if isinstance(exc, (duckdb.Error, OSError)):
             raise StoreError(f"{failed}: {str(exc).splitlines()[0]} (the store is as it was)") from exc
         raise
-    _fsync(os.path.dirname(real))
-    _at("renamed")
-    store.reopen()                             # the old file closed (written nothing since the copy)
+    try:
+        _fsync(os.path.dirname(real))
+        _at("renamed")
+        store.reopen()                         # the old file closed (written nothing since the copy)
+    finally:
+        os.close(src)
     _remove(before)
     if store.progress is not None:
         store.progress.log(f"converted the store {path} to the new layout; the old file, kept until the new one "
@@ -238,6 +253,15 @@ def _undo(store: Store, old: str, new: str, real: str, before: str, linked: bool
         os.rename(before, real)
     elif linked:
         os.remove(before)
+
+
+def _copy(src: int, new: str) -> None:
+    """The open file ``src``, whole, into the new file ``new``, on disk when this returns."""
+    os.lseek(src, 0, os.SEEK_SET)
+    with open(new, "wb") as out:
+        shutil.copyfileobj(os.fdopen(src, "rb", buffering=0, closefd=False), out, 16 << 20)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def _fsync(path: str) -> None:

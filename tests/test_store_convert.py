@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -267,3 +268,56 @@ def test_a_migration_header_reads_back_what_it_declares(tmp_path_factory, conver
     assert (m.version, m.converts) == (99, converts)
     assert m.changes == {t for c in changes for t in c}
     assert m.checks == [c.strip() for c in checks]
+
+
+def _converter(db: Path, toy_path: Path, at: str) -> str:
+    """A process converting ``db`` that stops at step ``at`` of the conversion: it makes
+    ``<db>.paused`` there and goes on once ``<db>.go`` exists."""
+    return (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "import auditor.store as s, auditor.store_convert as c\n"
+        "real = s._migration_files\n"
+        f"s._migration_files = lambda: [*real(), Path({str(toy_path)!r})]\n"
+        "def at(step):\n"
+        f"    if step == {at!r}:\n"
+        f"        Path({str(db) + '.paused'!r}).touch()\n"
+        f"        while not Path({str(db) + '.go'!r}).exists():\n"
+        "            time.sleep(0.05)\n"
+        "c._at = at\n"
+        "from auditor.cli import main\n"
+        f"sys.argv = ['auditor', '--db', {str(db)!r}, 'epoch', '403', '--offline', '--format', 'json']\n"
+        "main()\n")
+
+
+@pytest.mark.parametrize("step", ["migrated", "linked"])
+def test_the_store_is_locked_while_it_is_converted(tmp_path, step):
+    """Another command meets the store's lock, from the copy to the renaming, and leaves what the
+    conversion made beside it alone (its .before-NNN is the converting process's, held)."""
+    db = tmp_path / "store" / "old.duckdb"
+    db.parent.mkdir()
+    old_store(db.parent)
+    path = toy_file(tmp_path)
+    paused, go = Path(str(db) + ".paused"), Path(str(db) + ".go")
+    p = subprocess.Popen([sys.executable, "-c", _converter(db, path, step)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")})
+    try:
+        for _ in range(600):
+            if paused.exists() or p.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert paused.exists(), p.stderr.read() if p.poll() is not None else "not paused"
+        left = beside(db)
+        for args in (("sql", "SELECT count(*) FROM log_events"), EPOCH):
+            r = run_cli(*args, db=db)
+            assert r.returncode == 3 and "is locked by another process" in r.stderr, r.stderr
+        assert beside(db) == left
+        go.touch()
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert sorted(set(beside(db)) - {paused.name, go.name}) == []
+    assert one(db, "SELECT count(*) FROM toy_lines") == 35_736
