@@ -9,6 +9,7 @@ itself with ``os._exit`` at a step of the conversion (``store_convert._at``).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -224,6 +225,24 @@ def test_no_room_for_the_new_file_is_refused_before_starting(tmp_path, toy, monk
     r = run_cli(*EPOCH, db=db)
     assert r.returncode == 3
     assert "the new file needs 17.3 MB beside it" in r.stderr and "has 1.0 MB free" in r.stderr
+    assert digest(db) == was and beside(db) == []
+
+
+def test_a_disk_full_during_the_copy_leaves_the_store_as_it_was(tmp_path, toy, monkeypatch):
+    """The disk filling up under the copy (after the room was checked: another process's writes)."""
+    db = old_store(tmp_path)
+    was = digest(db)
+    toy()
+
+    def fills_up(src, dst, length=0):
+        dst.write(src.read(1 << 20))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store_convert.shutil, "copyfileobj", fills_up)
+    r = run_cli(*EPOCH, db=db)
+    assert r.returncode == 3 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (f"auditor: error: cannot convert the store {db} to the new layout: "
+                                                 "[Errno 28] No space left on device (the store is as it was)")
     assert digest(db) == was and beside(db) == []
 
 
