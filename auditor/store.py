@@ -153,7 +153,7 @@ class Store:
         self._changed: tuple[int, int] | None = None   # the same, of queries/refresh/changed.sql's tables
         if not read_only:
             try:
-                if pending := self._conversion():
+                if pending := self.pending_conversion():
                     store_convert.convert(self, pending)
                 self.migrate()
                 self.create_lines()
@@ -193,12 +193,20 @@ class Store:
         self._types.clear()
         self._open(False)
 
-    def _conversion(self) -> list[store_convert.Migration] | None:
+    def pending_conversion(self) -> list[store_convert.Migration] | None:
         """The pending migrations, when one converts the store into a new file (store_convert)."""
         if self.path == ":memory:" or not self._one(
                 "SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
             return None
         return store_convert.pending_conversion(self._applied(), _migration_files())
+
+    def refuse_unconverted(self) -> None:
+        """For a command that reads the store opened read-only, by the current layout: a store that
+        needs converting is one line (exit 3) saying what converts it, not a query failing on it."""
+        if pending := self.pending_conversion():
+            raise StoreError(f"the database {self.path} is an older auditor's store: {store_convert.describe(pending)}, "
+                             "which a command that writes to the store does (auditor collect, auditor epoch): "
+                             "run one first")
 
     def _limit_resources(self) -> None:
         """DuckDB's share of the machine, set rather than left to its defaults (80% of the RAM,
@@ -597,7 +605,7 @@ class Store:
         store = cls(path, read_only=True, progress=progress)   # it says what it recovered
         try:
             behind = store.behind()
-            if behind and store._conversion():
+            if behind and store.pending_conversion():
                 # converting rewrites the whole store into a new file: a command that writes does it
                 if progress is not None:
                     progress.log(f"{path} is an older auditor's store ({behind}): `auditor sql` does not convert "

@@ -340,3 +340,20 @@ def test_the_store_is_locked_while_it_is_converted(tmp_path, step):
             p.wait()
     assert sorted(set(beside(db)) - {paused.name, go.name}) == []
     assert one(db, "SELECT count(*) FROM toy_lines") == 35_736
+
+
+def test_export_refuses_a_store_that_needs_converting_with_one_line(tmp_path, toy):
+    """export demand reads the store read-only by the current layout: an unconverted one is one line
+    saying what converts it (and the store untouched), then after a writing command it exports."""
+    db = old_store(tmp_path)
+    was = digest(db)
+    path = toy()
+    export = ("export", "demand", "--epochs", "403..403", "--out", str(tmp_path / "d.parquet"), "--name", "demo")
+    r = run_cli(*export, db=db)
+    assert r.returncode == 3 and not (tmp_path / "d.parquet").exists()
+    assert r.stderr.strip() == (f"auditor: error: the database {db} is an older auditor's store: it needs converting "
+                                f"to the new layout of queries/schema/{path.name}, into a new file beside it, which a "
+                                "command that writes to the store does (auditor collect, auditor epoch): run one first")
+    assert digest(db) == was
+    assert run_cli(*EPOCH, db=db).returncode in (0, 1)
+    assert run_cli(*export, db=db).returncode == 0 and (tmp_path / "d.parquet").exists()
