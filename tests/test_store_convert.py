@@ -13,6 +13,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -357,3 +358,22 @@ def test_export_refuses_a_store_that_needs_converting_with_one_line(tmp_path, to
     assert digest(db) == was
     assert run_cli(*EPOCH, db=db).returncode in (0, 1)
     assert run_cli(*export, db=db).returncode == 0 and (tmp_path / "d.parquet").exists()
+
+
+def test_an_old_store_answers_as_a_fresh_collect_does(tmp_path):
+    """The store of fixtures/stores/ (the layout at 9c64b57), opened by this auditor (converted,
+    once a migration asks for it), gives the demo's epoch report a fresh collect of the same
+    sources gives, but where the sources were read from (the log's path, the replay's port)."""
+    fresh = run_cli("epoch", "403", "--replay", str(ROOT / "fixtures/chain/epoch-403"), "--replay",
+                    str(ROOT / "fixtures/accounting/v5"), "--gateway-log",
+                    str(ROOT / "fixtures/demo-epoch-403/gateway.log.gz"), "--format", "json", db=tmp_path / "fresh.duckdb")
+    old = run_cli(*EPOCH, db=old_store(tmp_path))
+    assert fresh.returncode == old.returncode == 0, fresh.stderr + old.stderr
+
+    def where_from(text: str) -> dict:
+        answer = json.loads(re.sub(r"http://127\.0\.0\.1:\d+/", "http://127.0.0.1:PORT/", text))
+        for f in answer["coverage"]["gateway_log"]["files"]:
+            f["path"] = Path(f["path"]).name
+        return answer
+
+    assert where_from(old.stdout) == where_from(fresh.stdout)
