@@ -699,6 +699,7 @@ def export_demand(
 
     first, last = parse_epoch_range(epochs)
     with Store(_db(), read_only=True) as store:       # none there: one line, "no database at ..."
+        store.refuse_unconverted()
         store.read_kept()
         meta = demand_bundle.export(store, first, last, out, name=name, per_10000=per_10000)
     if not state.quiet:

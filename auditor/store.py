@@ -9,7 +9,9 @@ analyses read are ``queries/views/<name>.sql``, one each (and the macros the que
 ``in_range``), re-created when a store opened for writing finds them changed. The rows of
 the views worked out over many lines are kept in ``derived_<view>`` tables (``derived``) and
 brought up to date with new lines by ``queries/refresh/<view>.sql``. Analyses run the SQL
-files under ``queries/`` by name (``store.query("misstest_inputs", epoch=433)``).
+files under ``queries/`` by name (``store.query("misstest_inputs", epoch=433)``). A migration
+that declares it converts the store is applied to a copy of it, which replaces it once checked
+(``store_convert``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from . import limits
+from . import limits, store_convert
 from .errors import StoreError, UsageError
 from .paths import check_store, opened_store, read_regular
 from .times import utc as _utc, utc_text
@@ -125,6 +127,9 @@ class Store:
                              "rename it or give another --db") from None
         check_store(self.path)         # a regular file or a new path, on this machine (issue 35)
         if self.path != ":memory:":
+            note = store_convert.recover(self.path)   # what an interrupted conversion left beside it
+            if note and progress is not None:
+                progress.log(note)
             p = Path(self.path)
             if not read_only:
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +137,37 @@ class Store:
                 raise StoreError(f"no database at {p}; run `auditor collect` first")
         self.threads = thread_count()      # with more than one, an epoch report runs two analyses at once
         self.memory_limit = memory_limit()  # both checked before the store is opened
+        self._open(read_only)
+        self.read_only = read_only
+        self._in_tx = False
+        self._types: dict[str, dict[str, str]] = {}
+        # how often each named query ran (by name), each SQL text an analysis ran ("sql:<text>")
+        # and each derived table was built ("derived:<view>"; "refreshed:<view>" when brought up
+        # to date rather than worked out whole) on this connection: tests check
+        # that a run does its work once
+        self.executed: Counter[str] = Counter()
+        self._counting = threading.Lock()            # executed is shared with this store's workers
+        self._shadowed: Counter[str] = Counter()     # views read from their derived tables (derived)
+        # view -> the log_events row counts its last refresh on this connection went from and to
+        self._refreshed: dict[str, tuple[int, int] | None] = {}
+        self._changed: tuple[int, int] | None = None   # the same, of queries/refresh/changed.sql's tables
+        if not read_only:
+            try:
+                if pending := self.pending_conversion():
+                    store_convert.convert(self, pending)
+                self.migrate()
+                self.create_lines()
+                self.create_views()
+                self.keep_lines()
+            except BaseException:
+                self.con.close()
+                raise
+        elif self._one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
+            self._refuse_newer({r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()},
+                               _migration_files())
+
+    def _open(self, read_only: bool) -> None:
+        """Connect to the store's file, in UTC and within the resource limits."""
         try:
             self.con = _connect(self.path, read_only)
         except duckdb.IOException as exc:  # another process holds the write lock
@@ -150,31 +186,27 @@ class Store:
         opened_store(self.path)            # no output is written over it
         _in_utc(self.con)
         self._limit_resources()
-        self.read_only = read_only
-        self._in_tx = False
-        self._types: dict[str, dict[str, str]] = {}
-        # how often each named query ran (by name), each SQL text an analysis ran ("sql:<text>")
-        # and each derived table was built ("derived:<view>"; "refreshed:<view>" when brought up
-        # to date rather than worked out whole) on this connection: tests check
-        # that a run does its work once
-        self.executed: Counter[str] = Counter()
-        self._counting = threading.Lock()            # executed is shared with this store's workers
-        self._shadowed: Counter[str] = Counter()     # views read from their derived tables (derived)
-        # view -> the log_events row counts its last refresh on this connection went from and to
-        self._refreshed: dict[str, tuple[int, int] | None] = {}
-        self._changed: tuple[int, int] | None = None   # the same, of queries/refresh/changed.sql's tables
-        if not read_only:
-            try:
-                self.migrate()
-                self.create_lines()
-                self.create_views()
-                self.keep_lines()
-            except BaseException:
-                self.con.close()
-                raise
-        elif self._one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
-            self._refuse_newer({r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()},
-                               _migration_files())
+
+    def reopen(self) -> None:
+        """Close the connection and open the store's file again (a conversion gave it a new file)."""
+        self.con.close()
+        self._types.clear()
+        self._open(False)
+
+    def pending_conversion(self) -> list[store_convert.Migration] | None:
+        """The pending migrations, when one converts the store into a new file (store_convert)."""
+        if self.path == ":memory:" or not self._one(
+                "SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
+            return None
+        return store_convert.pending_conversion(self._applied(), _migration_files())
+
+    def refuse_unconverted(self) -> None:
+        """For a command that reads the store opened read-only, by the current layout: a store that
+        needs converting is one line (exit 3) saying what converts it, not a query failing on it."""
+        if pending := self.pending_conversion():
+            raise StoreError(f"the database {self.path} is an older auditor's store: {store_convert.describe(pending)}, "
+                             "which a command that writes to the store does (auditor collect, auditor epoch): "
+                             "run one first")
 
     def _limit_resources(self) -> None:
         """DuckDB's share of the machine, set rather than left to its defaults (80% of the RAM,
@@ -636,11 +668,18 @@ class Store:
         auditor's store (``behind``) is brought up to date first, as every command that writes
         to it does (its migrations, views and line tables), and ``progress`` says so; when it
         cannot be (a read-only file, another process writing), it is read as it is, and that
-        is said."""
-        store = cls(path, read_only=True)
+        is said. A store that needs converting into a new file (store_convert) is read as it is,
+        and that is said: the conversion rewrites the store, which a query does not."""
+        store = cls(path, read_only=True, progress=progress)   # it says what it recovered
         try:
             behind = store.behind()
-            if behind:
+            if behind and store.pending_conversion():
+                # converting rewrites the whole store into a new file: a command that writes does it
+                if progress is not None:
+                    progress.log(f"{path} is an older auditor's store ({behind}): `auditor sql` does not convert "
+                                 "it, a command that writes to the store does (auditor collect, auditor epoch); "
+                                 "it is read as it is, and the tables and views it lacks will not be found")
+            elif behind:
                 store.close()
                 try:
                     cls(path, progress=progress).close()
@@ -679,6 +718,8 @@ class Store:
         done = self._applied()
         missing = [f.stem for f in _migration_files() if int(f.name[:3]) not in done]
         why = [f"schema migrations not applied: {', '.join(missing)}"] if missing else []
+        if pending := store_convert.pending_conversion(done, _migration_files()):
+            why.append(store_convert.describe(pending))
         if "schema_views" not in tables or self._one("SELECT digest FROM schema_views") != (_views_digest(),):
             why.append("views of an older auditor")
         return "; ".join(why) or None

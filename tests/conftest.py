@@ -188,3 +188,18 @@ def one(db: Path, sql: str, params: list | None = None):
     assert len(rows) == 1, rows
     return rows[0] if len(rows[0]) > 1 else rows[0][0]
 
+
+
+OLD_STORE = FIXTURES / "stores" / "demo-403-schema016.duckdb.gz"
+
+
+def old_store(folder: Path, name: str = "old.duckdb") -> Path:
+    """The demo's store as the auditor at 9c64b57 wrote it (schema 001..016; fixtures/stores/README.md),
+    unpacked into ``folder``: a store in the layout before issue 37, to convert."""
+    import gzip
+    import shutil
+
+    path = folder / name
+    with gzip.open(OLD_STORE, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
