@@ -431,8 +431,8 @@ def prune(
 
     The file shrinks only by the free space at its end (DuckDB gives back no other): the next
     collects reuse the rest. Today the prune writes the log rows it keeps again, so the file may
-    first grow by about their size (README: Retention, with measured sizes). report daily prunes after each collect
-    with retain_epochs (auditor.toml) or --retain-epochs.
+    first grow by about their size (README: Retention, with measured sizes). report daily
+    prunes after each collect with retain_epochs (auditor.toml) or --retain-epochs.
 
     Exit 3, nothing dropped: no chain epoch stored (it cannot tell epochs apart), or the start
     of the oldest kept epoch is not stored; no store at --db; the store locked by another process.
