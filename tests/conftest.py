@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -172,6 +174,34 @@ def record_server():
     yield start
     for s in servers:
         s.__exit__(None, None, None)
+
+
+@contextmanager
+def loopback(answer: Callable[[str, dict[str, str]], tuple[int, bytes, str]]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 for the block, every GET answered by ``answer(path and
+    query, request headers) -> (status, body, content type)``; yields its base URL."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            status, body, ctype = answer(self.path, dict(self.headers.items()))
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def q(db: Path, sql: str, params: list | None = None) -> list[tuple]:

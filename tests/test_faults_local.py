@@ -816,40 +816,26 @@ def test_two_recordings_into_one_folder_at_once_keep_every_file(tmp_path):
     import subprocess
     import sys
     from collections import Counter
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import urlsplit
 
     from auditor.sources.replay import _key, load_recording
+    from conftest import loopback
 
     table, both = load_recording(ACCOUNTING_REC), threading.Barrier(2, timeout=30)
 
-    class Gateway(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            parts = urlsplit(self.path)
-            if parts.path == "/api/v1/epochs":
-                both.wait()
-            body = table[_key(parts.path, parts.query, None)][0]["body"].encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def gateway(path: str, headers: dict[str, str]) -> tuple[int, bytes, str]:
+        parts = urlsplit(path)
+        if parts.path == "/api/v1/epochs":
+            both.wait()
+        return 200, table[_key(parts.path, parts.query, None)][0]["body"].encode(), "application/json"
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     rec = tmp_path / "rec"
-    try:
+    with loopback(gateway) as url:
         runs = [subprocess.Popen([sys.executable, "-m", "auditor", "--quiet", "--db", str(tmp_path / f"{i}.duckdb"),
-                                  "collect", "--accounting", f"http://127.0.0.1:{httpd.server_address[1]}",
-                                  "--rate", "0", "--record", str(rec)], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                                  "collect", "--accounting", url, "--rate", "0", "--record", str(rec)],
+                                 stderr=subprocess.PIPE, text=True, cwd=tmp_path)
                 for i in range(2)]
         assert [r.wait(60) for r in runs] == [0, 0], [r.stderr.read() for r in runs]
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     files = _recorded(rec)
     assert len(files) == 6, sorted(files)
     assert sorted(Counter(files.values()).values()) == [2, 2, 2]      # each answer, once per run

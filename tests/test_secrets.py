@@ -166,44 +166,29 @@ def provider(server):
     """A node provider on loopback, in front of the recordings: it answers only requests under
     ``/KEY/`` that carry ``?api_key=TOKEN&project=PROJECT`` (401 otherwise), and passes them on
     to the replay server without the key."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from types import SimpleNamespace
     from urllib.parse import parse_qsl, urlencode, urlsplit
 
     import httpx
 
+    from conftest import loopback
+
     asked: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            asked.append(self.path)
-            parts = urlsplit(self.path)
-            query = parse_qsl(parts.query, keep_blank_values=True)
-            own = [(k, v) for k, v in query if k not in ("api_key", "project")]
-            if not parts.path.startswith(f"/{KEY}/") or ("api_key", TOKEN) not in query \
-                    or ("project", PROJECT) not in query:
-                status, body, ctype = 401, b'{"error": "no key"}', "application/json"
-            else:
-                r = httpx.get(server.url + parts.path[len(KEY) + 1:] + (f"?{urlencode(own)}" if own else ""),
-                              headers={k: v for k, v in self.headers.items() if k.lower().startswith("x-cosmos")})
-                status, body, ctype = r.status_code, r.content, r.headers.get("content-type", "application/json")
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str, headers: dict[str, str]) -> tuple[int, bytes, str]:
+        asked.append(path)
+        parts = urlsplit(path)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        own = [(k, v) for k, v in query if k not in ("api_key", "project")]
+        if not parts.path.startswith(f"/{KEY}/") or ("api_key", TOKEN) not in query \
+                or ("project", PROJECT) not in query:
+            return 401, b'{"error": "no key"}', "application/json"
+        r = httpx.get(server.url + parts.path[len(KEY) + 1:] + (f"?{urlencode(own)}" if own else ""),
+                      headers={k: v for k, v in headers.items() if k.lower().startswith("x-cosmos")})
+        return r.status_code, r.content, r.headers.get("content-type", "application/json")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    httpd.asked = asked
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/{KEY}/?api_key={TOKEN}&project={PROJECT}"
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with loopback(answer) as base:
+        yield SimpleNamespace(asked=asked, url=f"{base}/{KEY}/?api_key={TOKEN}&project={PROJECT}")
 
 
 def test_the_path_prefix_and_query_of_a_node_and_accounting_url_are_kept(db, tmp_path, provider):
