@@ -56,13 +56,15 @@ def resolved(sources: Sources) -> Iterator[Sources]:
 
     with ReplayServer(sources.replay) as server:
         paths = {key[0] for key in server.table}
-        replayed = not sources.accounting and any(p.startswith("/api/v1/") for p in paths)
+        # the replayed gateway is the folder(s) holding the accounting answers, not the chain's
+        # beside them: one recording is one gateway however it is replayed
+        replayed = [] if sources.accounting else server.holding("/api/v1/")
         yield replace(
             sources,
             nodes=sources.nodes or ([server.url] if any(p.startswith("/chain-") for p in paths) else []),
             accounting=sources.accounting or ([server.url] if replayed else []),
             gateway_names={**sources.gateway_names, **({server.url: "replay:" + "+".join(
-                Path(d).resolve().name for d in sources.replay)} if replayed else {})},
+                d.resolve().name for d in replayed)} if replayed else {})},
             metrics=sources.metrics or ([server.url + "/metrics"] if "/metrics" in paths else []),
             replay=[],
             rate=0.0,

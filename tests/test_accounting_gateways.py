@@ -180,3 +180,17 @@ def test_a_store_collected_before_reads_as_one_gateway(tmp_path, monkeypatch):
     assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting' AND epoch = 403") == 2
     # the epoch list's row of before (a row of no epoch) is replaced too, not kept beside the new one
     assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting' AND item = 'epoch_list'") == 1
+
+
+def test_a_replayed_gateway_is_named_by_its_own_recording(tmp_path):
+    """A --replay recording's gateway is the folder that holds its accounting answers, not every
+    folder replayed beside it: the same accounting recording replayed with the chain's and then
+    alone was stored as two gateways ('replay:chain+accounting', 'replay:accounting') and its
+    requests counted twice in the network estimate."""
+    db = tmp_path / "r.duckdb"
+    for replay in ([CHAIN, FIX / "accounting"], [FIX / "accounting"], [FIX / "accounting", CHAIN]):
+        r = run_cli("collect", "--epoch", "403", *(x for d in replay for x in ("--replay", str(d))), db=db)
+        assert r.returncode == 0, r.stderr
+    assert q(db, "SELECT gateway, count(*) FROM acct_participants GROUP BY 1") == [("replay:accounting", 7)]
+    est = run_json("targets", "403", "--offline", "-f", "json", db=db)["network_estimate"]
+    assert est["gateways_counted"] == 1 and est["models"][DS]["requests"] == CPOC_REQUESTS_A
