@@ -194,3 +194,12 @@ def test_a_replayed_gateway_is_named_by_its_own_recording(tmp_path):
     assert q(db, "SELECT gateway, count(*) FROM acct_participants GROUP BY 1") == [("replay:accounting", 7)]
     est = run_json("targets", "403", "--offline", "-f", "json", db=db)["network_estimate"]
     assert est["gateways_counted"] == 1 and est["models"][DS]["requests"] == CPOC_REQUESTS_A
+
+
+def test_the_progress_names_each_gateway(two_gateways, tmp_path):
+    """Each gateway's progress line names it: two alike 'accounting: epochs' lines said nothing
+    of which gateway was being read (or was slow)."""
+    a, b = two_gateways["a"], two_gateways["b"]
+    r = run_cli("collect", "--epoch", "403", "--accounting", a, "--accounting", b, db=tmp_path / "p.duckdb")
+    assert r.returncode == 0, r.stderr
+    assert f"accounting {a}: epochs" in r.stderr and f"accounting {b}: epochs" in r.stderr, r.stderr
