@@ -203,3 +203,23 @@ def test_the_progress_names_each_gateway(two_gateways, tmp_path):
     r = run_cli("collect", "--epoch", "403", "--accounting", a, "--accounting", b, db=tmp_path / "p.duckdb")
     assert r.returncode == 0, r.stderr
     assert f"accounting {a}: epochs" in r.stderr and f"accounting {b}: epochs" in r.stderr, r.stderr
+
+
+def test_a_recording_of_two_gateways_replays_as_two(two_gateways, tmp_path):
+    """`--record DIR` keeps the second gateway's answers under DIR/accounting-2; `--replay DIR`
+    merged both into one server, so one gateway's answers were stored as 'replay:DIR' and the
+    other's silently dropped. Each recorded gateway is its own again, as collected."""
+    a, b = two_gateways["a"], two_gateways["b"]
+    rec, live = tmp_path / "rec", tmp_path / "live.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(CHAIN), "--accounting", a, "--accounting", b,
+                "--record", str(rec), db=live)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in rec.iterdir()) == ["accounting", "accounting-2", "chain"]
+    db = tmp_path / "replayed.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(rec), db=db)
+    assert r.returncode == 0, r.stderr
+    assert q(db, "SELECT gateway, count(*) FROM acct_participants GROUP BY 1 ORDER BY 1") == \
+        [("replay:rec/accounting", 7), ("replay:rec/accounting-2", 7)]
+    d = run_json("misstest", "403", "--offline", "-f", "json", db=db)
+    [row] = [r for r in d["participants"] if r["participant"].endswith(HOST)]
+    assert row["misses_by_gateway"] == {"replay:rec/accounting": 975, "replay:rec/accounting-2": B_MISSES}
