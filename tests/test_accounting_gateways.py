@@ -223,3 +223,29 @@ def test_a_recording_of_two_gateways_replays_as_two(two_gateways, tmp_path):
     d = run_json("misstest", "403", "--offline", "-f", "json", db=db)
     [row] = [r for r in d["participants"] if r["participant"].endswith(HOST)]
     assert row["misses_by_gateway"] == {"replay:rec/accounting": 975, "replay:rec/accounting-2": B_MISSES}
+
+
+def test_two_gateways_on_one_host_are_two_accounting_sources(two_gateways, tmp_path):
+    """Gateways behind one host (https://host/a, https://host/b) are two: targets' note counted
+    its accounting sources by the host of the answering URL, one here, beside an estimate of two."""
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from tests.conftest import loopback
+
+    upstream = {"/a": two_gateways["a"], "/b": two_gateways["b"]}
+
+    def answer(path: str, headers: dict[str, str]) -> tuple[int, bytes, str]:
+        parts = urlsplit(path)
+        r = httpx.get(upstream[parts.path[:2]] + path[2:])
+        return r.status_code, r.content, "application/json"
+
+    db = tmp_path / "host.duckdb"
+    with loopback(answer) as base:
+        r = run_cli("collect", "--epoch", "403", "--replay", str(CHAIN), "--accounting", f"{base}/a",
+                    "--accounting", f"{base}/b", db=db)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT count(DISTINCT gateway) FROM acct_participants") == 2
+    out = run_cli("targets", "403", "--offline", db=db, env={"COLUMNS": "200"})
+    assert out.returncode in (0, 1) and "2 accounting source(s)" in out.stdout, out.stdout
