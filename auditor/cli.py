@@ -704,7 +704,7 @@ def export_demand(
         meta = demand_bundle.export(store, first, last, out, name=name, per_10000=per_10000)
     if not state.quiet:
         print(f"auditor: wrote {out}: gateway {meta['gateway']}, {meta['windows_covered']} of {meta['windows']} "
-              f"cPoC window(s) covered by its logs, {meta['rows']} rows, sha256 {meta['content_sha256'][:16]}",
+              f"cPoC window(s) covered by its logs, {meta['rows']} rows, sha256 {meta['content_sha256']}",
               file=sys.stderr)
 
 

@@ -54,19 +54,44 @@ def resolved(sources: Sources) -> Iterator[Sources]:
         return
     from .sources.replay import ReplayServer
 
-    with ReplayServer(sources.replay) as server:
+    with ExitStack() as stack:
+        server = stack.enter_context(ReplayServer(sources.replay))
         paths = {key[0] for key in server.table}
-        replayed = not sources.accounting and any(p.startswith("/api/v1/") for p in paths)
+        # the replayed gateway is the folder(s) holding the accounting answers, not the chain's
+        # beside them: one recording is one gateway however it is replayed; a recording of
+        # several gateways (record_subdir) is each of them again, each served on its own
+        folders = [] if sources.accounting else server.holding("/api/v1/")
+        split = [g for d in folders for g in recorded_gateways(d)]
+        if len(split) > len(folders):
+            names = {stack.enter_context(ReplayServer(g)).url: f"replay:{g.parent.resolve().name}/{g.name}"
+                     for g in split}
+        else:
+            names = {server.url: "replay:" + "+".join(d.resolve().name for d in folders)} if folders else {}
         yield replace(
             sources,
             nodes=sources.nodes or ([server.url] if any(p.startswith("/chain-") for p in paths) else []),
-            accounting=sources.accounting or ([server.url] if replayed else []),
-            gateway_names={**sources.gateway_names, **({server.url: "replay:" + "+".join(
-                Path(d).resolve().name for d in sources.replay)} if replayed else {})},
+            accounting=sources.accounting or list(names),
+            gateway_names={**sources.gateway_names, **names},
             metrics=sources.metrics or ([server.url + "/metrics"] if "/metrics" in paths else []),
             replay=[],
             rate=0.0,
         )
+
+
+def record_subdir(i: int) -> str:
+    """Where ``--record DIR`` keeps the ``i``-th (from 0) ``--accounting`` gateway's answers:
+    ``accounting``, then ``accounting-2``, ``accounting-3``..."""
+    return "accounting" + (f"-{i + 1}" if i else "")
+
+
+def recorded_gateways(folder: Path) -> list[Path]:
+    """The gateways' folders in a recording: a ``--record DIR`` of several gateways holds
+    ``DIR/accounting``, ``DIR/accounting-2``... (:func:`record_subdir`), one a gateway; any
+    other folder is one."""
+    from .sources.wire_int import is_decimal
+
+    subs = sorted(p for p in folder.glob("accounting-*") if p.is_dir() and is_decimal(p.name[11:], signed=False))
+    return [folder / "accounting", *subs] if subs and (folder / "accounting").is_dir() else [folder]
 
 
 def gateways(urls: list[str], names: dict[str, str] | None = None) -> dict[str, str]:
@@ -130,7 +155,7 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
             # each --accounting URL is its own gateway (not failover): each is collected and
             # stored as that gateway's, the same one given twice once (gateways())
             for i, (gw, url) in enumerate(gws.items()):
-                c = stack.enter_context(client(sources, [url], "accounting" + (f"-{i + 1}" if i else "")))
+                c = stack.enter_context(client(sources, [url], record_subdir(i)))
                 reports.append(accounting.collect(store, c, epochs or None, progress, gateway=gw,
                                                   name=f"accounting {gw}" if len(gws) > 1 else accounting.SOURCE))
         if sources.gateway_logs:

@@ -180,3 +180,72 @@ def test_a_store_collected_before_reads_as_one_gateway(tmp_path, monkeypatch):
     assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting' AND epoch = 403") == 2
     # the epoch list's row of before (a row of no epoch) is replaced too, not kept beside the new one
     assert one(db, "SELECT count(*) FROM coverage WHERE source = 'accounting' AND item = 'epoch_list'") == 1
+
+
+def test_a_replayed_gateway_is_named_by_its_own_recording(tmp_path):
+    """A --replay recording's gateway is the folder that holds its accounting answers, not every
+    folder replayed beside it: the same accounting recording replayed with the chain's and then
+    alone was stored as two gateways ('replay:chain+accounting', 'replay:accounting') and its
+    requests counted twice in the network estimate."""
+    db = tmp_path / "r.duckdb"
+    for replay in ([CHAIN, FIX / "accounting"], [FIX / "accounting"], [FIX / "accounting", CHAIN]):
+        r = run_cli("collect", "--epoch", "403", *(x for d in replay for x in ("--replay", str(d))), db=db)
+        assert r.returncode == 0, r.stderr
+    assert q(db, "SELECT gateway, count(*) FROM acct_participants GROUP BY 1") == [("replay:accounting", 7)]
+    est = run_json("targets", "403", "--offline", "-f", "json", db=db)["network_estimate"]
+    assert est["gateways_counted"] == 1 and est["models"][DS]["requests"] == CPOC_REQUESTS_A
+
+
+def test_the_progress_names_each_gateway(two_gateways, tmp_path):
+    """Each gateway's progress line names it: two alike 'accounting: epochs' lines said nothing
+    of which gateway was being read (or was slow)."""
+    a, b = two_gateways["a"], two_gateways["b"]
+    r = run_cli("collect", "--epoch", "403", "--accounting", a, "--accounting", b, db=tmp_path / "p.duckdb")
+    assert r.returncode == 0, r.stderr
+    assert f"accounting {a}: epochs" in r.stderr and f"accounting {b}: epochs" in r.stderr, r.stderr
+
+
+def test_a_recording_of_two_gateways_replays_as_two(two_gateways, tmp_path):
+    """`--record DIR` keeps the second gateway's answers under DIR/accounting-2; `--replay DIR`
+    merged both into one server, so one gateway's answers were stored as 'replay:DIR' and the
+    other's silently dropped. Each recorded gateway is its own again, as collected."""
+    a, b = two_gateways["a"], two_gateways["b"]
+    rec, live = tmp_path / "rec", tmp_path / "live.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(CHAIN), "--accounting", a, "--accounting", b,
+                "--record", str(rec), db=live)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in rec.iterdir()) == ["accounting", "accounting-2", "chain"]
+    db = tmp_path / "replayed.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(rec), db=db)
+    assert r.returncode == 0, r.stderr
+    assert q(db, "SELECT gateway, count(*) FROM acct_participants GROUP BY 1 ORDER BY 1") == \
+        [("replay:rec/accounting", 7), ("replay:rec/accounting-2", 7)]
+    d = run_json("misstest", "403", "--offline", "-f", "json", db=db)
+    [row] = [r for r in d["participants"] if r["participant"].endswith(HOST)]
+    assert row["misses_by_gateway"] == {"replay:rec/accounting": 975, "replay:rec/accounting-2": B_MISSES}
+
+
+def test_two_gateways_on_one_host_are_two_accounting_sources(two_gateways, tmp_path):
+    """Gateways behind one host (https://host/a, https://host/b) are two: targets' note counted
+    its accounting sources by the host of the answering URL, one here, beside an estimate of two."""
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from tests.conftest import loopback
+
+    upstream = {"/a": two_gateways["a"], "/b": two_gateways["b"]}
+
+    def answer(path: str, headers: dict[str, str]) -> tuple[int, bytes, str]:
+        parts = urlsplit(path)
+        r = httpx.get(upstream[parts.path[:2]] + path[2:])
+        return r.status_code, r.content, "application/json"
+
+    db = tmp_path / "host.duckdb"
+    with loopback(answer) as base:
+        r = run_cli("collect", "--epoch", "403", "--replay", str(CHAIN), "--accounting", f"{base}/a",
+                    "--accounting", f"{base}/b", db=db)
+    assert r.returncode == 0, r.stderr
+    assert one(db, "SELECT count(DISTINCT gateway) FROM acct_participants") == 2
+    out = run_cli("targets", "403", "--offline", db=db, env={"COLUMNS": "200"})
+    assert out.returncode in (0, 1) and "2 accounting source(s)" in out.stdout, out.stdout

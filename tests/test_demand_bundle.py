@@ -218,9 +218,12 @@ def test_a_bundle_holds_no_request_id_key_or_log_line(split):
     both = run_cli("collect", "--epoch", "403", "--replay", str(CHAIN), "--gateway-log", str(FIX / "gateway.log.gz"),
                    db=split["dir"] / "x.duckdb")
     assert both.returncode == 0
-    assert run_cli("export", "demand", "--epochs", "403..403", "--out", str(out),
-                   db=split["dir"] / "x.duckdb").returncode == 0
-    assert json.loads(pq.read_schema(out).metadata[db_.META_KEY])["gateway"] == "gonka1gatewaycreator"
+    r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(out), db=split["dir"] / "x.duckdb")
+    assert r.returncode == 0
+    meta = json.loads(pq.read_schema(out).metadata[db_.META_KEY])
+    assert meta["gateway"] == "gonka1gatewaycreator"
+    # the line names the bundle's hash whole, as stored (a proposer checks it against the operator's)
+    assert r.stderr.strip().endswith(f"sha256 {meta['content_sha256']}"), r.stderr
 
 
 def test_export_demand_help_says_what_is_in_it():

@@ -393,7 +393,7 @@ def test_malformed_accounting_json_of_one_gateway_keeps_the_others(db, gateway, 
     first, second = gateway(bad), gateway(participants(3))
     r = collect_accounting(db, first, second)
     assert r.returncode == 3, r.stderr
-    assert "epoch 403" in missing_line(r, "epoch 403")
+    assert missing_line(r, "epoch 403").startswith(f"accounting {first}: MISSING")     # whose epoch it was
     assert one(db, "SELECT count(*) FROM acct_participants") == 3
     assert one(db, "SELECT DISTINCT source_url FROM acct_participants") == second + PARTICIPANTS
 

@@ -772,7 +772,7 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
         report.notes.append("the gateway lists no epochs")
         return report
     unknown: set[str] = set()
-    for epoch in progress.track(targets, "accounting: epochs"):
+    for epoch in progress.track(targets, f"{name}: epochs"):      # which gateway, when several
         summary = listed.get(epoch)
         summary_row = None
         if listing is not None and listing_resp is not None:

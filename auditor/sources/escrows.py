@@ -204,19 +204,23 @@ def _wait(probes: int) -> timedelta:
 
 
 def _remember(store: Store, cov: list[dict[str, Any]], rows: list[dict[str, Any]], now: datetime) -> None:
-    """Record in escrow_probes what each probed id answered, and when to ask it again."""
+    """Record in escrow_probes what each probed id answered, and when to ask it again: one
+    read and one write for every id (up to MAX_PROBES a run), not a statement or two an id."""
     found = {r["escrow_id"]: r for r in rows}
     ids = [int(c["item"].rsplit("/", 1)[1]) for c in cov]       # the item is devshard_escrow/{id}
     asked = dict(store.con.execute("SELECT escrow_id, probes FROM escrow_probes WHERE escrow_id IN "
-                                   "(SELECT unnest(?::BIGINT[]))", [ids]).fetchall())   # one query, not one an id
+                                   "(SELECT unnest(?::BIGINT[]))", [ids]).fetchall())
+    remembered: dict[int, dict[str, Any]] = {}
     for eid, c in zip(ids, cov):
         row = found.get(eid)
         outcome = "failed" if c["status"] != "ok" and row is None else \
             "found" if row is not None and row["found"] else "not_found"
         probes = asked.get(eid, 0) + 1
         due = now + _wait(probes) if outcome == "not_found" else now   # found, or no answer: next run
-        store.replace("escrow_probes", {"escrow_id": eid}, [{"escrow_id": eid, "probes": probes, "last_at": now,
-                                                             "outcome": outcome, "next_at": due}])
+        remembered[eid] = {"escrow_id": eid, "probes": probes, "last_at": now, "outcome": outcome, "next_at": due}
+    with store.transaction():
+        store.con.execute("DELETE FROM escrow_probes WHERE escrow_id IN (SELECT unnest(?::BIGINT[]))", [ids])
+        store.insert("escrow_probes", list(remembered.values()))
 
 
 def _write(store: Store, rows: list[dict[str, Any]], cov: list[dict[str, Any]], now: datetime) -> None:
@@ -224,9 +228,11 @@ def _write(store: Store, rows: list[dict[str, Any]], cov: list[dict[str, Any]], 
     coverage row is keyed by its item alone (the epoch it is filed under may be learnt later)."""
     if not rows and not cov:
         return
-    with store.transaction():
-        for r in rows:
-            store.replace("chain_escrows", {"escrow_id": r["escrow_id"]}, [r])
-        for c in cov:
-            store.replace("coverage", {"source": SOURCE, "item": c["item"]}, [c])
+    with store.transaction():          # a statement a table, not one an id
+        store.con.execute("DELETE FROM chain_escrows WHERE escrow_id IN (SELECT unnest(?::BIGINT[]))",
+                          [[r["escrow_id"] for r in rows]])
+        store.insert("chain_escrows", rows)
+        store.con.execute("DELETE FROM coverage WHERE source = ? AND item IN (SELECT unnest(?::VARCHAR[]))",
+                          [SOURCE, [c["item"] for c in cov]])
+        store.insert("coverage", cov)
         _remember(store, cov, rows, now)

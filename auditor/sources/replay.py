@@ -152,7 +152,14 @@ class ReplayServer:
     """A threaded HTTP server on 127.0.0.1 with an ephemeral port. Use as a context manager."""
 
     def __init__(self, directories: Sequence[Path | str] | Path | str, port: int = 0) -> None:
-        self.table = load_recording(directories)
+        dirs = [directories] if isinstance(directories, (str, Path)) else list(directories)
+        # each folder's recording, in the order given (holding() names them); served merged
+        self.recordings = [(Path(d), load_recording(d)) for d in dirs]
+        table: dict[Key, list[dict]] = defaultdict(list)
+        for _, recording in self.recordings:
+            for key, entries in recording.items():
+                table[key].extend(entries)
+        self.table = dict(table)
         self.served: dict[Key, int] = defaultdict(int)
         self.log: list[tuple[str, str | None, int]] = []
         lock = threading.Lock()
@@ -190,6 +197,11 @@ class ReplayServer:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def holding(self, prefix: str) -> list[Path]:
+        """The folders given whose recording answers a path under ``prefix`` (``/api/v1/``:
+        the accounting API's), in the order given."""
+        return [d for d, recording in self.recordings if any(key[0].startswith(prefix) for key in recording)]
 
     def __enter__(self) -> "ReplayServer":
         self._thread.start()
