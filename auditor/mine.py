@@ -43,11 +43,13 @@ def absent(store: Any, epoch: int | None, mine: Iterable[str]) -> list[str]:
     gone): said, never an error, so that cron keeps running."""
     if epoch is None:
         return []
-    present = {r["participant"] for r in store.query("mine_epoch_participants", epoch=epoch)}
-    if not present:         # the epoch's participants are not stored: nothing to say about any
-        return []
-    return [f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its findings "
-            "can be mine" for a in sorted(set(mine) - present)]
+    notes = []
+    for a in sorted(set(mine)):         # what --participant's typo check asks (an epoch not stored: nothing)
+        found = store.query("participant_in_epoch", epoch=epoch, participant=a)[0]
+        if found["epoch_stored"] and not found["of_epoch"]:
+            notes.append(f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its "
+                         "findings can be mine")
+    return notes
 
 
 def mark(result: Result, mine: Iterable[str], store: Any = None, epoch: int | None = None) -> Result:
