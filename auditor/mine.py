@@ -7,7 +7,7 @@ per-participant families carry ``mine="1"`` or ``mine="0"`` (report/promfile.py)
 A finding is mine when its subject is one of the addresses, or when its evidence names one
 of them as the participant or host (:data:`EVIDENCE_KEYS`, at any depth: a miss-test row's
 ``participant``); a model's ``preserved_capacity_short`` when the preserved hosts of its
-episode include one of them (queries/mine_preserved_hosts.sql). Any other finding about a
+episode include one of them (queries/epoch_preserved_nodes.sql). Any other finding about a
 model or an escrow is not: a remint is mine only when its evidence names one of mine, so a
 host operator's ``--fail-on`` leaves the gateway's own findings out, on purpose.
 """
@@ -65,7 +65,7 @@ def mark(result: Result, mine: Iterable[str], store: Any = None, epoch: int | No
             return set()
         if int(at) not in preserved:
             by = preserved[int(at)] = {}
-            for r in store.query("mine_preserved_hosts", epoch=int(at)):
+            for r in store.query("epoch_preserved_nodes", epoch=int(at), participant=None):
                 by.setdefault((r["episode"], r["model_id"]), set()).add(r["participant"])
         return preserved[int(at)].get((f.evidence.get("episode"), f.subject["id"]), set())
 
