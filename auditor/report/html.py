@@ -122,9 +122,11 @@ FINDING_ANCHORS = ("findings", "findings-others")     # the groups of view.findi
 def _summary(groups: list[Findings], parts: list[Result]) -> str:
     """At the top: the findings counted by severity (with --mine, yours first, then the rest's),
     and a table of contents."""
-    said = "".join(f"<p>{escape(g.title)}: " + ", ".join(
-        f'<span class="sev-{sev}">{sum(f.severity == sev for f in g)} {sev}</span>' for sev in ("error", "warn", "info"))
-        + "</p>" for g in groups)
+    def counted(g: Findings) -> str:
+        return ", ".join(f'<span class="sev-{sev}">{sum(f.severity == sev for f in g)} {sev}</span>'
+                         for sev in ("error", "warn", "info"))
+
+    said = "".join(f"<p>{escape(g.title)}: {counted(g)}</p>" for g in groups)
     toc = [f'<li><a href="#{anchor}">{escape(g.title)}</a></li>' for g, anchor in zip(groups, FINDING_ANCHORS)] + [
         f'<li><a href="#section-{_slug(p.key)}">{escape(p.title)}</a></li>' for p in parts]
     return f'<nav class="summary">{said}<ul>{"".join(toc)}</ul></nav>'

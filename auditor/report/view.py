@@ -194,7 +194,8 @@ def findings_table(findings: list[Finding]) -> Table:
     """The findings as rows: what table, markdown and csv show of them."""
     rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
              "model": f.model, "summary": f.summary, "action": f.action} for f in ranked(findings)]
-    return Table(getattr(findings, "title", "Findings"), ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
+    return Table(getattr(findings, "title", "Findings"),
+                 ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
                  narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
 
 
