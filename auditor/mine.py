@@ -7,7 +7,7 @@ per-participant families carry ``mine="1"`` or ``mine="0"`` (report/promfile.py)
 A finding is mine when its subject is one of the addresses, or when its evidence names one
 of them as the participant or host (:data:`EVIDENCE_KEYS`, at any depth: a miss-test row's
 ``participant``); a model's ``preserved_capacity_short`` when the preserved hosts of its
-episode include one of them (queries/mine_preserved_hosts.sql). Any other finding about a
+episode include one of them (queries/epoch_preserved_nodes.sql). Any other finding about a
 model or an escrow is not: a remint is mine only when its evidence names one of mine, so a
 host operator's ``--fail-on`` leaves the gateway's own findings out, on purpose.
 """
@@ -43,11 +43,13 @@ def absent(store: Any, epoch: int | None, mine: Iterable[str]) -> list[str]:
     gone): said, never an error, so that cron keeps running."""
     if epoch is None:
         return []
-    present = {r["participant"] for r in store.query("mine_epoch_participants", epoch=epoch)}
-    if not present:         # the epoch's participants are not stored: nothing to say about any
-        return []
-    return [f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its findings "
-            "can be mine" for a in sorted(set(mine) - present)]
+    notes = []
+    for a in sorted(set(mine)):         # what --participant's typo check asks (an epoch not stored: nothing)
+        found = store.query("participant_in_epoch", epoch=epoch, participant=a)[0]
+        if found["epoch_stored"] and not found["of_epoch"]:
+            notes.append(f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its "
+                         "findings can be mine")
+    return notes
 
 
 def mark(result: Result, mine: Iterable[str], store: Any = None, epoch: int | None = None) -> Result:
@@ -63,7 +65,7 @@ def mark(result: Result, mine: Iterable[str], store: Any = None, epoch: int | No
             return set()
         if int(at) not in preserved:
             by = preserved[int(at)] = {}
-            for r in store.query("mine_preserved_hosts", epoch=int(at)):
+            for r in store.query("epoch_preserved_nodes", epoch=int(at), participant=None):
                 by.setdefault((r["episode"], r["model_id"]), set()).add(r["participant"])
         return preserved[int(at)].get((f.evidence.get("episode"), f.subject["id"]), set())
 

@@ -181,7 +181,9 @@ def live(db: Path, c: WatchCall, sources, out, command: str, *, clock: Callable[
 @contextmanager
 def _in_place(view) -> Iterator[Callable[[Any, float], None]]:
     """The watch on a terminal: the last reading's report (participants by their labels, not
-    full addresses) redrawn in place, with a countdown to the next reading."""
+    full addresses, mine first) redrawn in place under a countdown to the next reading. The
+    table comes before the findings: what does not fit the terminal's height is cut from the
+    bottom (rich's Live), and on a terminal of 24 rows the findings took the table's place."""
     import dataclasses
     import io
 
@@ -190,18 +192,25 @@ def _in_place(view) -> Iterator[Callable[[Any, float], None]]:
     from rich.text import Text
 
     from .report.table import print_table
+    from .result import Result
 
     console = Console(highlight=False)
-    shown: list[Any] = [Text("first reading ...")]
+    shown: list[Any] = [Text("first reading ..."), Text("")]
     view = dataclasses.replace(view, wide=False, whole=False)
+
+    def drawn(result: Any) -> Text:
+        out = io.StringIO()
+        print_table(result, console=Console(file=out, width=console.width, highlight=False,
+                                            color_system=console.color_system, force_terminal=True), view=view)
+        return Text.from_ansi(out.getvalue().strip("\n"))
 
     def show(result: Any, left: float) -> None:
         if result is not None:
-            drawn = io.StringIO()
-            print_table(result, console=Console(file=drawn, width=console.width, highlight=False,
-                                                color_system=console.color_system, force_terminal=True), view=view)
-            shown[:] = [Text.from_ansi(drawn.getvalue().rstrip("\n"))]
-        live.update(Group(*shown, Text(f"next reading in {max(0, round(left))} s (Ctrl-C to stop)", style="dim")))
+            findings = Result(result.key, "", {}, findings=result.findings)
+            shown[:] = [drawn(dataclasses.replace(result, findings=[])),
+                        drawn(findings) if result.findings else Text("")]
+        live.update(Group(Text(f"next reading in {max(0, round(left))} s (Ctrl-C to stop)", style="dim"),
+                          shown[0], Text(""), shown[1]))
 
     with Live(shown[0], console=console, auto_refresh=False, transient=False) as live:
         yield lambda result, left: (show(result, left), live.refresh())

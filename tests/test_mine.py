@@ -130,7 +130,7 @@ def test_the_documented_host_operator_cron_line_fails_for_mine_only(demo, tmp_pa
 
 # -- the reports: mine first ---------------------------------------------------------------------
 def test_md_html_and_table_show_your_hosts_first(demo, tmp_path):
-    _, _, _, folder = daily(demo, tmp_path, "--mine", VICTIM)
+    _, report, _, folder = daily(demo, tmp_path, "--mine", VICTIM)
     for name, head, rest in (("report.md", "## Your hosts", "## Findings: the rest of the network"),
                              ("report.html", '<h2 id="findings">Your hosts</h2>',
                               "<h2 id=\"findings-others\">Findings: the rest of the network</h2>")):
@@ -138,6 +138,14 @@ def test_md_html_and_table_show_your_hosts_first(demo, tmp_path):
         assert text.index(head) < text.index(VICTIM) < text.index(rest) < text.index(OTHER), name
     table = run_cli("misstest", "403", "--offline", "--mine", VICTIM, db=demo).stdout
     assert table.index("Your hosts") < table.index("Findings: the rest of the network")
+    # the html's summary at the top counts yours first, then the rest's, and links to both
+    nav = (folder / "report.html").read_text().split('<nav class="summary">', 1)[1].split("</nav>", 1)[0]
+    yours, rest = nav.split("<p>Your hosts: ", 1)[1].split("<p>Findings: the rest of the network: ", 1)
+    for said, mine in ((yours, True), (rest, False)):
+        for sev in ("error", "warn", "info"):
+            n = sum(f["severity"] == sev and f["mine"] is mine for f in report["findings"])
+            assert f">{n} {sev}<" in said.split("</p>", 1)[0], (mine, sev)
+    assert '<a href="#findings">Your hosts</a>' in nav and '<a href="#findings-others">' in nav
 
 
 # -- the textfile and the alert rules --------------------------------------------------------------

@@ -555,35 +555,56 @@ def test_the_loop_outlives_a_busy_store_and_an_unusable_textfile_folder(tmp_path
 
 
 # -- issue 33: a terminal redraws one table; a log says only what changed a verdict or a finding ----
-def test_on_a_terminal_the_watch_redraws_one_table_with_a_countdown(db):
+def _watched_on_a_terminal(db: Path, recording: str, rows: int, *extra: str, countdowns: int = 8) -> tuple[str, int]:
+    """`auditor watch --interval 2s` on a pty of ``rows`` x 130 against ``recording``, stopped
+    with Ctrl-C after ``countdowns`` countdown lines: what it drew, and its exit code."""
     import fcntl
     import pty
-    import re
     import select
     import struct
     import termios
 
-    with ReplayServer(W / "loop") as server:
+    with ReplayServer(W / recording) as server:
         master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 130, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 130, 0, 0))
         p = subprocess.Popen([sys.executable, "-m", "auditor", "--db", str(db), "watch", "--interval", "2s",
-                              *sources(server.url)], stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             cwd=ROOT, env={"NO_COLOR": "1", "TERM": "xterm", "PATH": "/usr/bin:/bin"},
-                             preexec_fn=ctrl_c_able)
+                              *sources(server.url), *extra], stdout=slave, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, cwd=ROOT,
+                             env={"NO_COLOR": "1", "TERM": "xterm", "PATH": "/usr/bin:/bin"}, preexec_fn=ctrl_c_able)
         os.close(slave)
         out, end = b"", time.monotonic() + 60
-        while time.monotonic() < end and out.count(b"next reading in") < 8:
+        while time.monotonic() < end and out.count(b"next reading in") < countdowns:
             if select.select([master], [], [], 0.2)[0]:
                 out += os.read(master, 1 << 16)
         p.send_signal(signal.SIGINT)
         p.wait(timeout=30)
         os.close(master)
-    text = out.decode()
-    assert p.returncode == 130
+    return out.decode(), p.returncode
+
+
+def test_on_a_terminal_the_watch_redraws_one_table_with_a_countdown(db):
+    import re
+
+    text, code = _watched_on_a_terminal(db, "loop", 60)
+    assert code == 130
     assert "\x1b[1A" in text and "\x1b[2K" in text                 # drawn again in place, not appended
     screens = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text)
     assert re.search(r"next reading in [0-2] s \(Ctrl-C to stop\)", screens)
     assert " epoch 500 height " not in screens                      # no change lines: the table is the news
+
+
+def test_on_a_terminal_of_24_rows_the_table_and_the_countdown_stay_in_sight(db):
+    """The terminal's height cuts the redrawn view from the bottom: the table (mine first) and
+    the countdown come before the findings. On the old code, at 24 rows, the two findings of
+    the h3 reading filled the screen and no row of the table was ever drawn."""
+    import re
+
+    text, code = _watched_on_a_terminal(db, "h3", 24, "--mine", HOST["idle"], countdowns=3)
+    assert code == 130
+    last = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text).rsplit("next reading in", 1)
+    assert re.match(r" [0-2] s \(Ctrl-C to stop\)", last[1])
+    rows = [x for x in last[1].splitlines() if x.startswith("│ gonka1")]
+    assert rows and HOST["idle"] in rows[0]                    # mine first, in sight
 
 
 def test_in_a_log_a_margin_that_moves_alone_is_no_line():

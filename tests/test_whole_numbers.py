@@ -5,6 +5,7 @@ row (a participant's report) is ``key: value`` lines, every column kept."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -198,3 +199,21 @@ def test_quantities_have_separators_and_identifiers_none(demo):
     assert '"requests": 1015' in raw and "1,015" not in raw
     csv = run_cli(*args, "--format", "csv", db=demo).stdout
     assert "1015" in csv and "1,015" not in csv
+
+
+def test_fractional_quantities_have_separators_too(demo):
+    """A float or Decimal quantity (wasted seconds) is grouped as a whole one is, and every digit
+    stays; an identifier column never is. On the old code the demo's hedging showed 1746 beside
+    1,383 in the same row."""
+    from decimal import Decimal
+
+    from auditor.report.view import cell
+
+    assert cell(64042.861, "wasted_seconds") == "64,042.861" and cell(-1234.5, "margin") == "-1,234.5"
+    assert cell(Decimal("25000.50"), "weight") == "25,000.5" and cell(1746.5, "escrow") == "1746.5"
+    host = next(h for h in json.loads(run_cli("hedging", "403", "--offline", "--format", "json", db=demo).stdout)["hosts"]
+                if h["label"] == STORY["victim"][-8:])
+    assert host["wasted_seconds"] == 1746.0                     # the stored value, raw in json
+    md = run_cli("hedging", "403", "--offline", "--format", "md", db=demo).stdout
+    row = next(x for x in md.splitlines() if x.startswith(f"| {STORY['victim']} |"))
+    assert "| 1,746 |" in row and "| 1746 |" not in row

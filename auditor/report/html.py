@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from ..result import Finding, Result, Table, ranked
+from ..result import Finding, Result, Table
 from . import figures
 from .charts import MIN_WIDTH, to_svg
-from .view import View, cell, finding_groups, json_default, legend, numeric
+from .view import Findings, View, cell, finding_groups, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
@@ -116,13 +116,20 @@ def _prose(column: str, values: list) -> bool:
     return column in PROSE_COLUMNS or any(isinstance(v, str) and len(v) > 40 and v.count(" ") >= 3 for v in values)
 
 
-def _summary(findings: list[Finding], parts: list[Result]) -> str:
-    """At the top: the findings counted by severity, and a table of contents."""
-    counts = {sev: sum(f.severity == sev for f in findings) for sev in ("error", "warn", "info")}
-    said = ", ".join(f'<span class="sev-{sev}">{n} {sev}</span>' for sev, n in counts.items())
-    toc = ['<li><a href="#findings">Findings</a></li>'] + [
+FINDING_ANCHORS = ("findings", "findings-others")     # the groups of view.finding_groups, in order
+
+
+def _summary(groups: list[Findings], parts: list[Result]) -> str:
+    """At the top: the findings counted by severity (with --mine, yours first, then the rest's),
+    and a table of contents."""
+    def counted(g: Findings) -> str:
+        return ", ".join(f'<span class="sev-{sev}">{sum(f.severity == sev for f in g)} {sev}</span>'
+                         for sev in ("error", "warn", "info"))
+
+    said = "".join(f"<p>{escape(g.title)}: {counted(g)}</p>" for g in groups)
+    toc = [f'<li><a href="#{anchor}">{escape(g.title)}</a></li>' for g, anchor in zip(groups, FINDING_ANCHORS)] + [
         f'<li><a href="#section-{_slug(p.key)}">{escape(p.title)}</a></li>' for p in parts]
-    return f'<nav class="summary"><p>Findings: {said}</p><ul>{"".join(toc)}</ul></nav>'
+    return f'<nav class="summary">{said}<ul>{"".join(toc)}</ul></nav>'
 
 
 def _legend(abbreviations: list[str]) -> str:
@@ -144,17 +151,14 @@ def _code_spans(text: str) -> str:
     return "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
-def _findings(findings: list[tuple[Finding, str]]) -> str:
+def _findings(groups: list[Findings], section_of: dict[int, str]) -> str:
     """Each finding links to its evidence block, which links to its analysis's section; with
-    --mine, "Your hosts" first, then the rest (view.finding_groups)."""
-    if not findings:
-        return '<h2 id="findings">Findings</h2><p class="note">none</p>'
-    section_of = {id(f): section for f, section in findings}
-    groups = finding_groups([f for f, _ in findings])
-    if len(groups) > 1:
-        return "".join(_findings_list([(f, section_of[id(f)]) for f in g], g.title, anchor, start)
-                       for g, anchor, start in zip(groups, ("findings", "findings-others"), (1, len(groups[0]) + 1)))
-    return _findings_list(findings, "Findings", "findings")
+    --mine, "Your hosts" first, then the rest (view.finding_groups), numbered on."""
+    out, start = [], 1
+    for g, anchor in zip(groups, FINDING_ANCHORS):
+        out.append(_findings_list([(f, section_of[id(f)]) for f in g], g.title, anchor, start))
+        start += len(g)
+    return "".join(out)
 
 
 def _findings_list(findings: list[tuple[Finding, str]], title: str, anchor: str, start: int = 1) -> str:
@@ -188,9 +192,10 @@ def _section(r: Result) -> str:
 def to_html(result: Result, view: View = View()) -> str:
     parts = result.parts or [result]
     owner = {id(f): f"section-{_slug(p.key)}" for p in parts for f in p.findings}
-    findings = [(f, owner.get(id(f), f"section-{_slug(result.key)}")) for f in ranked(result.findings)]
-    body = [f"<h1>{escape(result.title)}</h1>", _summary([f for f, _ in findings], parts),
-            _header(result.header, result.legend) if result.parts else "", _findings(findings)]
+    section_of = {id(f): owner.get(id(f), f"section-{_slug(result.key)}") for f in result.findings}
+    groups = finding_groups(result.findings)
+    body = [f"<h1>{escape(result.title)}</h1>", _summary(groups, parts),
+            _header(result.header, result.legend) if result.parts else "", _findings(groups, section_of)]
     body += [_section(p) for p in parts]
     if view.command:
         body.append(f'<p class="note">Made by <code>{escape(view.command)}</code>.</p>')

@@ -142,9 +142,10 @@ def identifier(column: str | None) -> bool:
 
 
 def cell(v: Any, column: str | None = None) -> str:
-    """One value as text: NULL shows as an em dash (unknown), never as 0. A whole number of a
-    ``column`` that is no identifier is written with thousands separators."""
-    if column is not None and not identifier(column) and not isinstance(v, bool) and (
+    """One value as text: NULL shows as an em dash (unknown), never as 0. A number of a
+    ``column`` that is no identifier (a quantity) is written with thousands separators."""
+    grouped = "," if column is not None and not identifier(column) else ""
+    if grouped and not isinstance(v, bool) and (
             isinstance(v, int) or isinstance(v, Decimal) and v == v and v == v.to_integral_value()):
         return f"{int(v):,}"
     if v is None:
@@ -152,9 +153,9 @@ def cell(v: Any, column: str | None = None) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.4f}".rstrip("0").rstrip(".") if v == v else "NaN"
+        return f"{v:{grouped}.4f}".rstrip("0").rstrip(".") if v == v else "NaN"
     if isinstance(v, Decimal):
-        return format(v.normalize(), "f") if v == v else "NaN"
+        return format(v.normalize(), f"{grouped}f") if v == v else "NaN"
     if isinstance(v, datetime):
         return utc_text(v, "milliseconds")          # json keeps every digit
     if isinstance(v, (list, tuple)):
@@ -193,7 +194,8 @@ def findings_table(findings: list[Finding]) -> Table:
     """The findings as rows: what table, markdown and csv show of them."""
     rows = [{"severity": f.severity, "code": f.code, "kind": f.subject["kind"], "subject": f.subject["id"],
              "model": f.model, "summary": f.summary, "action": f.action} for f in ranked(findings)]
-    return Table(getattr(findings, "title", "Findings"), ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
+    return Table(getattr(findings, "title", "Findings"),
+                 ["severity", "code", "kind", "subject", "model", "summary", "action"], rows,
                  narrow=["kind", "model"], priority=["severity", "code", "subject", "summary", "action"])
 
 
