@@ -71,7 +71,7 @@ class Pruned:
         if self.forgotten:
             out.append(f"the kept tables {', '.join(self.forgotten)} will be worked out again from the lines "
                        "left, by the next analysis that reads them")
-        if self.size_before is not None and any(self.dropped.values()):
+        if self.size_before is not None:        # measured when lines were dropped, of a file
             out.append(f"the store file: {_mb(self.size_before)} before, {_mb(self.size_after)} after (the space "
                        "freed is reused by the next collects; DuckDB gives back only free space at the file's end)")
         return out
