@@ -52,6 +52,8 @@ class Pruned:
 
     def lines(self, setting: str = "--keep-epochs") -> list[str]:
         """The summary, one sentence a line: what was kept, what dropped, the store's size."""
+        from .analyses.targets import _ranges as epochs_text     # [403, 405, 406] as 403, 405..406
+
         if self.cutoff is None:
             return [f"kept every epoch: the store holds {self.stored} ({epochs_text(self.kept)}), not more than "
                     f"{setting} {self.keep}; nothing dropped"]
@@ -69,7 +71,7 @@ class Pruned:
         if self.forgotten:
             out.append(f"the kept tables {', '.join(self.forgotten)} will be worked out again from the lines "
                        "left, by the next analysis that reads them")
-        if self.size_before is not None and any(self.dropped.values()):
+        if self.size_before is not None:        # measured when lines were dropped, of a file
             out.append(f"the store file: {_mb(self.size_before)} before, {_mb(self.size_after)} after (the space "
                        "freed is reused by the next collects; DuckDB gives back only free space at the file's end)")
         return out
@@ -103,17 +105,6 @@ def run(store: Any, keep: int, also: int | None = None) -> Pruned:
     pruned.dropped, pruned.forgotten = store.drop_lines_before(pruned.cutoff)
     pruned.size_after = _size(store.path)
     return pruned
-
-
-def epochs_text(epochs: list[int]) -> str:
-    """``[403, 405, 406, 407]`` as ``403, 405..407``."""
-    runs: list[list[int]] = []
-    for e in epochs:
-        if runs and e == runs[-1][1] + 1:
-            runs[-1][1] = e
-        else:
-            runs.append([e, e])
-    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
 
 
 def _size(path: str) -> int | None:

@@ -163,8 +163,7 @@ class Store:
                 self.con.close()
                 raise
         elif self._one("SELECT 1 FROM duckdb_tables() WHERE table_name = 'schema_migrations'"):
-            self._refuse_newer({r[0] for r in self.con.execute("SELECT version FROM schema_migrations").fetchall()},
-                               _migration_files())
+            self._refuse_newer(self._applied(), _migration_files())
 
     def _open(self, read_only: bool) -> None:
         """Connect to the store's file, in UTC and within the resource limits."""

@@ -219,7 +219,6 @@ def one(db: Path, sql: str, params: list | None = None):
     return rows[0] if len(rows[0]) > 1 else rows[0][0]
 
 
-
 OLD_STORE = FIXTURES / "stores" / "demo-403-schema016.duckdb.gz"
 
 

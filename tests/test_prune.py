@@ -179,10 +179,15 @@ def test_the_kept_epochs_analyses_answer_as_before_from_kept_tables_worked_out_a
     db = _copy(multi, tmp_path)
     before = {e: _epoch_json(db, e) for e in (405, 406)}
     assert one(db, "SELECT count(*) FROM derived_state") == len(KEPT)      # the analyses kept their tables
+    size = db.stat().st_size
 
     r = run_cli("prune", "--keep-epochs", "2", db=db)
     assert r.returncode == 0, r.stderr
     assert "prune: the kept tables attempts, hedge_attempts" in r.stderr
+    # the sizes it says are the file's (no .wal beside it), before and after
+    assert not db.with_name(db.name + ".wal").exists()
+    assert (f"prune: the store file: {size / 1e6:,.1f} MB before, {db.stat().st_size / 1e6:,.1f} MB after "
+            "(the space freed is reused") in r.stderr
     # forgotten: none of them is left with rows of the lines dropped
     assert one(db, "SELECT count(*) FROM derived_state") == 0
     assert q(db, "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'derived\\_%' ESCAPE '\\' "
