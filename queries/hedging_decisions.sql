@@ -19,7 +19,9 @@ WITH a AS (
            count(*) FILTER (WHERE extra AND wasted) AS extra_wasted,
            count(*) FILTER (WHERE extra AND suppressed_loser) AS extra_suppressed,
            count(*) FILTER (WHERE extra AND NOT finished AND NOT cancelled) AS extra_failed,
-           bool_or(extra AND winner) AND bool_or(role = 'primary' AND suppressed_loser) AS primary_suppressed,
+           -- the race's primary row (views/race_primary.sql), as hedge_races.primary_suppressed
+           bool_or(extra AND winner)
+               AND race_primary(suppressed_loser, role, file_id::BIGINT * 1000000000000 + line_no) AS primary_suppressed,
            bool_or(rescue) AS rescue,
            count(*) FILTER (WHERE wasted) AS wasted_n,
            sum(wasted_ms) FILTER (WHERE wasted) AS wasted_ms,

@@ -34,13 +34,14 @@ WINDOW_CODE = {
     cpoc.host_windows: ("in_cpoc_window",),
     poc_overload._event: ("in_cpoc_window", "overlaps_cpoc_window"),
     poc_overload._metrics_budget: ("in_cpoc_window",),
+    poc_overload.replay_with_cap: ("in_cpoc_window",),
     targets._epoch_demand: ("covers_cpoc_window",),
     demand_bundle._windows: ("in_cpoc_window",),
 }
 # a window's and its phases' edges, as the rows of cpoc_windows / chain_windows name them
 BOUND_KEYS = {"trigger_time", "gen_start_time", "gen_end_time", "val_start_time", "val_end_time",
               "start_time", "end_time", "start", "end"}
-BOUND_NAMES = {"start", "end", "w_start", "w_end"}
+BOUND_NAMES = {"start", "end", "w_start", "w_end", "span_start", "span_end"}
 # comparisons with a window's edge that are not membership, each with why
 NOT_MEMBERSHIP = {
     # the attempts just before the window ([start - lookback, start)): the lookback, not the window

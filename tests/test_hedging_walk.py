@@ -250,3 +250,41 @@ def test_one_prediction_rule_in_sql_that_every_reader_applies():
     src = inspect.getsource(H)
     assert not hasattr(H, "predict") and not hasattr(H, "predicted_winner")
     assert not re.search(r"median_ms\"\]\s*[<>]|>=\s*CLEAR_RATIO|_p25_ms", src), "hedging.py restates the prediction rule"
+
+
+def test_the_prediction_rule_at_its_edges():
+    """The edges of views/hedge_prediction.sql that neither the fixtures nor the generated
+    races reach for sure: a median ratio exactly clear_ratio is clear (>=), quartiles that
+    touch are not apart (>), exactly min_samples is enough, and a tie of the medians goes to
+    the primary. Breaking any of these (> for >=, the primary after the secondary) fails here."""
+    import duckdb
+
+    from conftest import ROOT
+
+    con = duckdb.connect()
+    con.execute((ROOT / "queries" / "views" / "hedge_prediction.sql").read_text(encoding="utf-8"))
+
+    def predict_sql(slow: tuple, fast: tuple, samples: int = H.MIN_SAMPLES) -> tuple:
+        """hedge_predict of two hosts' first-token quartiles (p25, median, p75), receipt unknown."""
+        return con.execute(
+            "SELECT p.has_prediction, p.clear, p.ratio FROM (SELECT hedge_predict("
+            "host_prior(prior_enough(?, ?), ?::DOUBLE[], [NULL, NULL, NULL]::DOUBLE[]), "
+            "host_prior(prior_enough(?, ?), ?::DOUBLE[], [NULL, NULL, NULL]::DOUBLE[]), ?) AS p)",
+            [samples, H.MIN_SAMPLES, list(slow), samples, H.MIN_SAMPLES, list(fast), H.CLEAR_RATIO]).fetchone()
+
+    fast = (100.0, 200.0, 250.0)
+    at_ratio = (260.0, 200.0 * H.CLEAR_RATIO, 400.0)            # ratio exactly clear_ratio, quartiles apart
+    assert predict_sql(at_ratio, fast) == (True, True, H.CLEAR_RATIO)
+    assert predict_sql((250.0, 300.0, 400.0), fast)[1] is False   # slow's p25 = fast's p75: not apart
+    assert predict_sql(at_ratio, fast, samples=H.MIN_SAMPLES - 1)[0] is False
+    # the reference rule of this file says the same of the same quartiles
+    row = lambda q, n=H.MIN_SAMPLES: {"prior_samples": n, "prior_ttft_p25_ms": q[0], "prior_ttft_median_ms": q[1],
+                                      "prior_ttft_p75_ms": q[2], "prior_receipt_median_ms": None}
+    assert predict(row(at_ratio), row(fast))["clear"] is True
+    # a tie of both medians: the primary is the predicted attempt, whichever comes first
+    for first, second in (("primary", "secondary"), ("secondary", "primary")):
+        picked = con.execute(
+            "SELECT predicted_attempt(pos, prior_rated(pr), pr, role, nonce, {'pos': pos}) FROM (VALUES "
+            "(1, ?, 5), (2, ?, 4)) t(pos, role, nonce), "
+            "LATERAL (SELECT host_prior(true, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) AS pr)", [first, second]).fetchone()[0]
+        assert picked == (1 if first == "primary" else 2), (first, second)

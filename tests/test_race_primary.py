@@ -67,13 +67,13 @@ def test_no_reader_restates_the_primary_pick():
     """The primary row is picked by race_primary (and the list ordered by race_place) only:
     no query or view picks a primary with its own arg_min or orders by role itself."""
     own = re.compile(r"arg_min\w*\([^()]*\)\s*FILTER\s*\(\s*WHERE\s+role\s*=\s*'primary'|"
-                     r"ORDER BY[^;\n]*role\s*<>\s*'primary'", re.I)
+                     r"ORDER BY[^;\n]*role\s*<>\s*'primary'|bool_or\(\s*role\s*=\s*'primary'", re.I)
     for path in sorted(QUERIES_DIR.rglob("*.sql")):
         if path.name == "race_primary.sql":
             continue
         code = "\n".join(line.split("--")[0] for line in path.read_text(encoding="utf-8").splitlines())
         assert not own.search(code), f"{path.name} picks a race's primary by its own rule"
     for name in ("views/hedge_races.sql", "views/log_requests.sql", "views/hedge_attempts.sql",
-                 "hedging_predictions.sql"):
+                 "hedging_predictions.sql", "hedging_decisions.sql"):
         assert "race_primary(" in (QUERIES_DIR / name).read_text(encoding="utf-8"), name
     assert "race_place(" in (QUERIES_DIR / "hedging_race_attempts.sql").read_text(encoding="utf-8")

@@ -113,7 +113,7 @@ def replay_with_cap(attempts: Sequence[Mapping[str, Any]], cap: int, span_start:
         s = a["start_ts"]
         while ends and ends[0] <= s:
             heapq.heappop(ends)
-        if span_start <= s <= span_end and len(ends) >= cap:
+        if in_cpoc_window(s, span_start, span_end) and len(ends) >= cap:
             refused += 1
             refused_misses += bool(a["miss"])
             continue
