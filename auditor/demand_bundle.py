@@ -42,6 +42,7 @@ from typing import Any
 
 from .errors import SourceError, UsageError
 from .heights import in_cpoc_window
+from .times import utc
 
 FORMAT = "auditor demand bundle"
 VERSION = 1
@@ -66,24 +67,20 @@ class Contribution:
 
 
 # -- writing ------------------------------------------------------------------------------------
-def _utc(t: datetime | None) -> datetime | None:
-    return None if t is None else t.astimezone(timezone.utc)
-
-
 def rows_of(windows: Iterable[Mapping[str, Any]]) -> list[dict]:
     """The bundle's rows from :func:`cpoc.gateway_demand` windows."""
     out = []
     base = dict.fromkeys(COLUMNS)
     for w in windows:
         head = {"epoch": w["epoch"], "window": w["window"], "start_height": w["start_height"],
-                "end_height": w["end_height"], "start_time": _utc(w["start"]), "end_time": _utc(w["end"])}
+                "end_height": w["end_height"], "start_time": utc(w["start"]), "end_time": utc(w["end"])}
         lo, hi = w["covered"] or (None, None)
-        out.append({**base, **head, "kind": "window", "covered_from": _utc(lo), "covered_to": _utc(hi)})
+        out.append({**base, **head, "kind": "window", "covered_from": utc(lo), "covered_to": utc(hi)})
         for m, d in sorted(w["models"].items()):
             out.append({**base, **head, "kind": "model", "model": m, "attempts": d["attempts"],
                         "attempt_seconds": float(d["attempt_seconds"])})
-            out.append({**base, **head, "kind": "step", "model": m, "ts": _utc(w["start"]), "delta": d["initial"]})
-            out.extend({**base, **head, "kind": "step", "model": m, "ts": _utc(t), "delta": dl}
+            out.append({**base, **head, "kind": "step", "model": m, "ts": utc(w["start"]), "delta": d["initial"]})
+            out.extend({**base, **head, "kind": "step", "model": m, "ts": utc(t), "delta": dl}
                        for t, dl in d["steps"])
     return out
 
@@ -91,7 +88,7 @@ def rows_of(windows: Iterable[Mapping[str, Any]]) -> list[dict]:
 def content_hash(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> str:
     """SHA-256 of the rows and the metadata (less the hash itself), in a canonical JSON."""
     def canon(v: Any) -> Any:
-        return _utc(v).isoformat() if isinstance(v, datetime) else v
+        return utc(v).isoformat() if isinstance(v, datetime) else v
 
     body = {"meta": {k: v for k, v in meta.items() if k != "content_sha256"},
             "rows": [[canon(r.get(c)) for c in COLUMNS] for r in rows]}
@@ -169,7 +166,7 @@ def export(store, first: int, last: int, out: Path, *, name: str | None = None,
             "per_10000": per_10000,
             "per_10000_basis": "given with --per-10000" if per_10000 is not None else "unknown (not given)",
             "epochs": [first, last], "epochs_stored": stored,
-            "logs_first_ts": _utc(span["first_ts"]).isoformat(), "logs_last_ts": _utc(span["last_ts"]).isoformat(),
+            "logs_first_ts": utc(span["first_ts"]).isoformat(), "logs_last_ts": utc(span["last_ts"]).isoformat(),
             "log_files": span["files"], "tool_version": __version__,
             "created_at": datetime.now(timezone.utc).isoformat()}
     meta = write(out, rows, meta)
