@@ -44,7 +44,7 @@ WITH races AS (
       AND in_range(race_ts, $since, $until)
 ), att AS MATERIALIZED (
     -- the attempts, each known by pos (its line), with what the rules read of it
-    SELECT r.rn, t.file_id::BIGINT * 1000000000000 + t.line_no AS pos, t.host, t.role, t.nonce, t.winner, t.finished,
+    SELECT r.rn, t.end_pos AS pos, t.host, t.role, t.nonce, t.winner, t.finished,
            t.duration_ms AS attempt_ms, t.after_winner_ms, t.output_bytes, t.ttft_ms,   -- duration: #1935
            CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL
                 THEN epoch_ms(t.started_ts) - epoch_ms(t.race_ts) END + t.ttft_ms AS latency_ms,

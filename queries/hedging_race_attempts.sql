@@ -20,7 +20,7 @@ WITH races AS (
 ), timed AS (
     SELECT t.*, CASE WHEN t.started_ts IS NOT NULL AND t.race_ts IS NOT NULL
                      THEN epoch_ms(t.started_ts) - epoch_ms(t.race_ts) END AS start_offset_ms,
-           t.file_id::BIGINT * 1000000000000 + t.line_no AS pos
+           t.end_pos AS pos
     FROM hedge_attempts t JOIN races USING (request)
     WHERE NOT t.probe
 ), rated AS (

@@ -29,7 +29,8 @@ CREATE OR REPLACE TABLE hedge_attempts (request VARCHAR, file_id INTEGER, line_n
                              nonce BIGINT, winner BOOLEAN, finished BOOLEAN, probe BOOLEAN, start_reason VARCHAR,
                              attempt_ms BIGINT, after_winner_ms BIGINT, output_bytes BIGINT, ttft_ms BIGINT,
                              started_ts TIMESTAMPTZ, race_ts TIMESTAMPTZ,
-                             duration_ms BIGINT);  -- what the query sums (#1935); the walk's attempt_ms here
+                             duration_ms BIGINT,   -- what the query sums (#1935); the walk's attempt_ms here
+                             end_pos BIGINT GENERATED ALWAYS AS (file_id::BIGINT * 1000000000000 + line_no));
 CREATE OR REPLACE TABLE hedge_priors (file_id INTEGER, line_no BIGINT, prior_samples BIGINT, ttft_q DOUBLE[],
                            receipt_q DOUBLE[]);
 """

@@ -75,7 +75,8 @@ ADDED: dict[str, dict[str, list[str]]] = {
 # issue 34 (#1935), the attempt's end-of-stream line and the durations measured from it
 ADDED_COLUMNS: dict[str, list[str]] = {
     "attempts": ["end_stage_ts"],
-    "hedge_attempts": ["stage_ms", "attempt_ms_disagrees", "duration_ms", "end_stage_ts", "end_from_stage_line"],
+    "hedge_attempts": ["stage_ms", "attempt_ms_disagrees", "duration_ms", "end_stage_ts", "end_from_stage_line",
+                       "end_pos"],
     "hedge_races": ["duration_ms"],
 }
 

@@ -48,6 +48,8 @@
 -- copy of it collected beside its log) gives two, and the pick must not depend on the order a
 -- plan reads them. Its primary's failure is its primary row's (views/race_primary.sql), the
 -- row the views of races and of requests read too.
+-- end_pos (views/attempts.sql: file_id x 10^12 + line_no of the race_completed line) is kept
+-- for the readers that order a race's attempts by line.
 -- Reads: attempts, log_escalations.
 CREATE OR REPLACE VIEW hedge_attempts AS
 WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both use it
@@ -117,5 +119,5 @@ SELECT request, escrow, nonce, host, participant, model, race_ts, decision, dela
        after_winner_ms,
        (loser AND NOT coalesce(rescue, false)) AS wasted,
        CASE WHEN loser AND NOT coalesce(rescue, false) THEN after_winner_ms END AS wasted_ms,
-       file_id, line_no
+       file_id, line_no, end_pos
 FROM timed;

@@ -41,7 +41,7 @@ SELECT
     sum(duration_ms) FILTER (WHERE NOT probe) AS duration_ms,
     sum(output_bytes) FILTER (WHERE NOT probe) AS output_bytes,
     sum(usage_tokens) FILTER (WHERE NOT probe) AS usage_tokens
-FROM (SELECT *, file_id::BIGINT * 1000000000000 + line_no AS end_pos FROM hedge_attempts)
+FROM hedge_attempts
 WHERE role <> 'probe' OR role IS NULL
 GROUP BY request
 HAVING count(*) FILTER (WHERE NOT probe) > 0;
