@@ -260,6 +260,25 @@ def run_measured(*args: str, db: Path, tmp_path: Path, timeout: float = 120) -> 
     return done, int(rss.read_text()) * 1024  # Linux: kilobytes
 
 
+def assert_rss_within(rss: int, baseline: int, most: float, what: str, capsys) -> None:
+    """Memory bounds are ratios: ``rss`` may be at most ``most`` times ``baseline``, the peak
+    RSS of the same command on ordinary input measured in the same run (an absolute bound
+    held here and failed on a CI machine with more cores)."""
+    with capsys.disabled():
+        print(f"\n  peak RSS of {what}: {rss / 2**20:.0f} MiB, {rss / baseline:.2f}x the "
+              f"{baseline / 2**20:.0f} MiB of the same command on ordinary input")
+    assert rss < most * baseline, (rss, baseline)
+
+
+def collect_baseline(hostile, tmp_path: Path) -> int:
+    """Peak RSS of a collect of the recording, answered as recorded, into a store of its own."""
+    (tmp_path / "baseline").mkdir()
+    r, rss = run_measured("collect", "-e", "403", "--node", hostile({}).url, "--rate", "0",
+                          db=tmp_path / "baseline" / "a.duckdb", tmp_path=tmp_path / "baseline")
+    assert r.returncode == 0, r.stderr
+    return rss
+
+
 @pytest.mark.parametrize("declared, size, why", [
     (True, 512 * 2**20, "bytes refused (limit 64 MiB)"),
     (False, LIMIT + 16 * 2**20, "body larger than 64 MiB refused"),
@@ -268,10 +287,9 @@ def test_an_oversized_answer_is_refused_in_bounded_memory(db, tmp_path, hostile,
     assert http.MAX_BODY == LIMIT
     node = hostile({SUMMARY: oversized(declared, size)})
     r, rss = run_measured("collect", "-e", "403", "--node", node.url, "--rate", "0", db=db, tmp_path=tmp_path)
-    with capsys.disabled():
-        print(f"\n  peak RSS of collect with a {size / 2**20:.0f} MiB answer: {rss / 2**20:.0f} MiB")
     assert_summary_missing(db, r, why)
-    assert rss < 400 * 2**20, rss
+    assert_rss_within(rss, collect_baseline(hostile, tmp_path), 2.5, f"collect with a {size / 2**20:.0f} MiB answer",
+                      capsys)
 
 
 @pytest.mark.parametrize("value", ["-5", "nan", "inf", "-inf", "soon", "1e999", ""])
