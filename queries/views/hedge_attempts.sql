@@ -52,7 +52,7 @@
 -- for the readers that order a race's attempts by line.
 -- Reads: attempts, log_escalations.
 CREATE OR REPLACE VIEW hedge_attempts AS
-WITH att AS MATERIALIZED (   -- read once: secondary_reasons and reasons both use it
+WITH att AS NOT MATERIALIZED (   -- read twice: kept, attempts is a table, and a copy of it costs more
     SELECT * REPLACE (coalesce(winner, false) AS winner, coalesce(finished, false) AS finished,
                       nullif(failure_reason, '') AS failure_reason)
     FROM attempts
