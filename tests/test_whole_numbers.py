@@ -217,3 +217,17 @@ def test_fractional_quantities_have_separators_too(demo):
     md = run_cli("hedging", "403", "--offline", "--format", "md", db=demo).stdout
     row = next(x for x in md.splitlines() if x.startswith(f"| {STORY['victim']} |"))
     assert "| 1,746 |" in row and "| 1746 |" not in row
+
+
+def test_an_empty_list_shows_as_none_and_an_unknown_as_a_dash(demo):
+    """A list known to be empty is "none" in every human format, never a blank cell (the demo's
+    remints cost table showed `replacement_escrows` empty); an unknown stays an em dash, and
+    json keeps the list."""
+    assert cell([]) == "none" and cell(None) == "—" and cell([97342, 97360], "escrows") == "97342, 97360"
+    args = ["remints", "403", "--offline"]
+    assert json.loads(run_cli(*args, "--format", "json", db=demo).stdout)["costs"]["replacement_escrows"] == []
+    table = run_cli(*args, "--format", "table", db=demo).stdout
+    assert re.search(r"│ replacement_escrows\s+│ none\s+│", table), table
+    assert "| replacement_escrows | none |" in run_cli(*args, "--format", "md", db=demo).stdout
+    assert re.search(r"<td[^>]*>none</td>", run_cli(*args, "--format", "html", db=demo).stdout.split(
+        "replacement_escrows", 1)[1].split("</tr>", 1)[0])

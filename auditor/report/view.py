@@ -142,8 +142,9 @@ def identifier(column: str | None) -> bool:
 
 
 def cell(v: Any, column: str | None = None) -> str:
-    """One value as text: NULL shows as an em dash (unknown), never as 0. A number of a
-    ``column`` that is no identifier (a quantity) is written with thousands separators."""
+    """One value as text: NULL shows as an em dash (unknown), never as 0, and an empty list
+    as "none" (known to be empty), never as a blank. A number of a ``column`` that is no
+    identifier (a quantity) is written with thousands separators."""
     grouped = "," if column is not None and not identifier(column) else ""
     if grouped and not isinstance(v, bool) and (
             isinstance(v, int) or isinstance(v, Decimal) and v == v and v == v.to_integral_value()):
@@ -159,7 +160,7 @@ def cell(v: Any, column: str | None = None) -> str:
     if isinstance(v, datetime):
         return utc_text(v, "milliseconds")          # json keeps every digit
     if isinstance(v, (list, tuple)):
-        return ", ".join(cell(x) for x in v)
+        return ", ".join(cell(x) for x in v) or "none"
     return str(v)
 
 
