@@ -5,6 +5,7 @@ mechanism and the cases that must not be flagged) and on the bundled demo."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -302,3 +303,17 @@ def test_the_cpoc_window_is_defined_once():
     readers = sorted(str(f.relative_to(queries_dir())) for f in queries_dir().rglob("*.sql")
                      if f.parent.name != "schema" and re.search(r"\bchain_cpoc_events\b", f.read_text()))
     assert readers == ["views/cpoc_windows.sql"]
+
+
+def test_an_escrow_without_misses_says_none_not_a_blank(fixture_db):
+    """The per-escrow table's counts by kind: "none" for an escrow that missed nothing (its cell
+    was blank, which reads as unknown), and the counts grouped as every quantity is."""
+    md = run_cli("poc-overload", "403", "--offline", "--format", "md", db=fixture_db).stdout
+    table = md.split("## Per escrow in the window", 1)[1].split("\n\n")[1].splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[2:]]
+    kinds = [r[head.index("misses_by_kind")] for r in rows]
+    assert all(kinds) and "none" in kinds, table
+    assert [r[head.index("misses")] for r in rows if r[head.index("misses_by_kind")] == "none"] == \
+        ["0"] * kinds.count("none")
+    assert any(re.search(r" \d{1,3}(,\d{3})+$", r[head.index("other_slots_ghosts")]) for r in rows), table

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, run_cli
+from test_remints import fixture_store  # noqa: F401  (the #1799 store)
 from test_reports import STORY, demo, on_a_terminal  # noqa: F401  (demo: the store of every bundled source)
 
 from auditor.report.view import View, cell
@@ -180,7 +181,7 @@ def test_the_readme_host_operator_example_shows_escrow_misses_and_ghosts_whole(p
     assert rows[0]["misses"] == "975" and rows[0]["participant"] == host
     (escrow,) = _pairs(text, "Per escrow, accounting API (dispatch phase confirmation_poc)")
     assert escrow["escrow"] == str(POC_STORY["escrow_single_preserved"]) == "134985"
-    assert escrow["misses"] == "975" and escrow["other_slots_ghosts"].endswith(" 19856")
+    assert escrow["misses"] == "975" and escrow["other_slots_ghosts"].endswith(" 19,856")
 
 
 # -- quantities with thousands separators, identifiers never (issue 33) ------------------------------
@@ -231,3 +232,59 @@ def test_an_empty_list_shows_as_none_and_an_unknown_as_a_dash(demo):
     assert "| replacement_escrows | none |" in run_cli(*args, "--format", "md", db=demo).stdout
     assert re.search(r"<td[^>]*>none</td>", run_cli(*args, "--format", "html", db=demo).stdout.split(
         "replacement_escrows", 1)[1].split("</tr>", 1)[0])
+
+
+def _drawn_at(table: Table, width: int, colour: bool = False) -> str:
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, width=width, highlight=False, soft_wrap=False,
+                      color_system="standard" if colour else None, force_terminal=colour)
+    print_table(Result("k", "k", {}, tables=[table]), console=console)
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_a_sentence_wraps_between_words_and_never_cuts_one(colour):
+    """A prose column is as wide as its longest word at least: a request id, a time or a path
+    in a reason is shown whole. On the old code, at 160 columns, remints' `why` showed
+    `req-1789648596464179072-1` / `533588` and a path cut in two."""
+    why = ("the request req-1789648596464179072-1533588 could not be reserved at 2026-09-17T12:36:36.489000Z "
+           "(the log /var/log/gateway/gateway-2026-09-17.log.1 ends)")
+    t = Table("t", ["escrow", "model", "balance", "why"],
+              [{"escrow": 80502 + i, "model": "deepseek-ai/DeepSeek-V4-Flash-0731", "balance": 51_084_800,
+                "why": f"{why}, row {i}"} for i in range(2)])
+    text = _drawn_at(t, 100, colour)
+    assert "┃ why" in text and "not shown" not in text, text
+    for word in ("req-1789648596464179072-1533588", "2026-09-17T12:36:36.489000Z",
+                 "/var/log/gateway/gateway-2026-09-17.log.1"):
+        assert word in text, text
+
+
+def test_the_columns_that_tell_rows_apart_come_right_after_the_id():
+    """A host with a row per window and model: at 80 columns its rows keep the window and the
+    model, not only the measures, and read apart. On the old code they kept the measures and
+    three rows read `gonka1…mtd2v4zr │ 53 │ 0`."""
+    rows = [{"participant": "gonka1…mtd2v4zr", "verdict": "passed", "misses": 0, "requests": 53,
+             "peak_inflight": 4, "cap": 2, "episode": f"cpoc:{e}", "model": m, "weight": 2841}
+            for e in range(3) for m in ("deepseek-ai/DeepSeek-V4-Flash-0731", "Qwen/Qwen3-235B")]
+    t = Table("Preserved hosts", list(rows[0]), rows, priority=["participant", "verdict", "misses", "requests"])
+    lines = [x for x in _drawn_at(t, 80).splitlines() if x.startswith("│")]
+    assert len(lines) == 6 and len(set(lines)) == 6, lines
+    assert all("cpoc:" in x and ("DeepSeek" in x or "Qwen" in x) for x in lines), lines
+    # rows the id tells apart keep the table's priority as before
+    one_each = [{**r, "participant": f"gonka1…{i:08d}"} for i, r in enumerate(rows)]
+    head = _drawn_at(Table("t", list(rows[0]), one_each, priority=["participant", "verdict", "misses"]), 60)
+    assert "verdict" in head and "misses" in head, head
+
+
+def test_a_replacement_escrow_is_an_id_and_no_count_is_a_blank(fixture_store, poc_store):
+    """The escrow that replaced a deactivated one is an id: no thousands separators (the
+    deactivations showed `80,620` beside `80620`). A count by kind with nothing in it is
+    "none", not a blank cell."""
+    md = run_cli("remints", "396", "--offline", "--format", "md", db=fixture_store[0]).stdout
+    head, rows = md.split("| replacement_escrow |", 1)
+    assert "| 80620 |" in rows.split("\n\n")[0] and "80,620" not in md
+    acct = run_cli("poc-overload", "403", "--offline", "--format", "md", db=poc_store).stdout
+    table = acct.split("Per escrow, accounting API", 1)[1].split("\n\n")[1]
+    assert "| slot_ids |" in table.splitlines()[0] and "|  |" not in table and " | |" not in table, table

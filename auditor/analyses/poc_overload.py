@@ -739,8 +739,8 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
             esc_rows.append({"episode": w["episode"], "participant": w["participant"], "escrow": e["escrow"],
                              "slots": e["slots"], "preserved_slots": e["preserved_slots"],
                              "requests": e["requests"], "misses": e["misses"],
-                             "misses_by_kind": ", ".join(f"{k} {v}" for k, v in e["misses_by_kind"].items()),
-                             "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items()),
+                             "misses_by_kind": _counted(e["misses_by_kind"]),
+                             "other_slots_ghosts": _counted(e["other_slots_ghosts"]),
                              "slot_list_from": e["slot_list_source"]})
     tables = [Table("Preserved hosts per CPoC window", list(rows[0].keys()) if rows else [], rows, t_notes,
                     narrow=["share", "rpm_before", "evidence", "structural_risk", "misses_from"],
@@ -769,9 +769,15 @@ def _accounting_escrow_rows(windows: list[dict]) -> list[dict]:
         seen.add(key)
         for e in acct["escrows"]:
             out.append({"participant": w["participant"], "model": w["model"], "escrow": e["escrow"],
-                        "slots": ", ".join(map(str, e["slots"])), "misses": e["misses"],
-                        "other_slots_ghosts": ", ".join(f"{k} {v}" for k, v in e["other_slots_ghosts"].items())})
+                        "slot_ids": e["slots"], "misses": e["misses"],
+                        "other_slots_ghosts": _counted(e["other_slots_ghosts"])})
     return out
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """Counts by kind as one cell, ``kind 1,234, other 5``; "none" when there are none (a blank
+    cell would read as unknown)."""
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "none"
 
 
 def _header(data: dict, span: Mapping[str, Any]) -> list[tuple[str, str]]:

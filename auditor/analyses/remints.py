@@ -1345,13 +1345,13 @@ def _tables(deacts, mints, peaks, costs, notes) -> list[Table]:
     d_rows = [{"escrow": d["escrow"], "model": d["model"], "classification": d["classification"],
                "trigger": d["trigger"], "reason": d["reason"], "at": d["at"],
                "balance": d["balance_estimate"], "reservation": (d["request"] or {}).get("reservation"),
-               "replacement": d["replacement_escrow"],
-               "to replacement s": (None if not d["timing_ms"] or d["timing_ms"]["failure_to_replacement"] is None
+               "replacement_escrow": d["replacement_escrow"],
+               "to_replacement_s": (None if not d["timing_ms"] or d["timing_ms"]["failure_to_replacement"] is None
                                     else round(d["timing_ms"]["failure_to_replacement"] / 1000, 3)),
                "why": d.get("summary") if d["classification"] != "unknown" else
                (d.get("summary", "") + "; missing: " + "; ".join(d["missing"]))} for d in deacts]
     t1 = Table("Deactivations", ["escrow", "model", "classification", "trigger", "reason", "at", "balance",
-                                 "reservation", "replacement", "to replacement s", "why"], d_rows, list(notes),
+                                 "reservation", "replacement_escrow", "to_replacement_s", "why"], d_rows, list(notes),
                narrow=["trigger", "reason", "reservation"],
                priority=["escrow", "classification", "model", "at", "why"],
                failing=lambda r: r["classification"] == "spurious")

@@ -48,9 +48,12 @@ def _label(column: str) -> str:
 
 def _need(c: str, texts: list[str], prose: bool) -> int:
     """How wide column ``c`` must be for no word to break: an id or number column its
-    longest cell, a heading its longest word, a prose column ``PROSE_MIN``."""
+    longest cell, a heading its longest word, a prose column ``PROSE_MIN`` or its longest word
+    (a request id, a time, a path inside a sentence is never cut either)."""
     word = max(len(w) for w in _label(c).split())
-    return max(word, PROSE_MIN) if prose else max([word, *map(len, texts)])
+    if prose:
+        return max([word, PROSE_MIN, *(len(w) for x in texts for w in x.split())])
+    return max([word, *map(len, texts)])
 
 
 def constant(texts: list[str]) -> bool:
@@ -61,10 +64,36 @@ def constant(texts: list[str]) -> bool:
 def keep_order(t: Table, texts: dict[str, list[str]], need: dict[str, int]) -> list[str]:
     """The columns in the order a terminal keeps them: the table's ``priority`` (by default its
     first column, the row's id), then the rest narrowest first (long ids and long numbers go
-    early), those with one value in every row last; never its ``narrow`` ones."""
+    early), those with one value in every row last; never its ``narrow`` ones. Right after
+    the first come the columns that tell its rows apart (``_apart``)."""
     first = [c for c in t.priority if c in t.columns] or [c for c in t.columns if c not in t.narrow][:1]
     rest = [c for c in t.columns if c not in first and c not in t.narrow]
-    return first + sorted(rest, key=lambda c: (constant(texts[c]), need[c]))
+    order = first + sorted(rest, key=lambda c: (constant(texts[c]), need[c]))
+    apart = _apart(t, order, texts)
+    return order[:1] + apart + [c for c in order[1:] if c not in apart]
+
+
+def _apart(t: Table, order: list[str], texts: dict[str, list[str]]) -> list[str]:
+    """The columns that, beside the first, tell the rows apart (a host's row per window: the
+    window; a model's per hour: the hour), chosen from those that name rather than measure
+    (no number, no prose), each the one that tells most rows apart, the earliest in ``order``
+    on a tie, until the rows differ as much as all of ``order`` makes them."""
+    if len(t.rows) < 2 or not order:
+        return []
+
+    def kinds(cols: list[str]) -> int:
+        return len(set(zip(*(texts[c] for c in cols))))
+
+    whole = kinds(order)
+    chosen: list[str] = []
+    names = [c for c in order[1:] if not numeric(t, c) and not _prose(texts[c]) and not constant(texts[c])]
+    while names and kinds(order[:1] + chosen) < whole:
+        best = max(names, key=lambda c: kinds(order[:1] + chosen + [c]))
+        if kinds(order[:1] + chosen + [best]) == kinds(order[:1] + chosen):
+            break
+        chosen.append(best)
+        names.remove(best)
+    return chosen
 
 
 def _fitting(t: Table, texts: dict[str, list[str]], need: dict[str, int], width: int) -> list[str]:
@@ -227,7 +256,7 @@ def _draw(console: Any, t: Table, columns: list[str], heads: dict[str, str], tex
         for c in columns:
             # the cells of an id or number column do not wrap at all
             rt.add_column(Text(heads[c]), justify="right" if right[c] else "left",
-                          no_wrap=not prose[c], overflow="fold", min_width=PROSE_MIN if prose[c] else need[c])
+                          no_wrap=not prose[c], overflow="fold", min_width=need[c])
         for i, row in enumerate(t.rows):
             style = FAILING_STYLE if t.failed(row) else ""
             cells = [Text(texts[c][i], style=SEVERITY_STYLE.get(texts[c][i], style) if c == "severity" else style)
