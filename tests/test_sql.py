@@ -178,3 +178,28 @@ def test_a_duckdb_file_no_auditor_made_is_queried_as_it_is(tmp_path):
     r = run_cli("sql", "SELECT n FROM mine", "--format", "csv", db=db)
     assert r.returncode == 0 and r.stdout == "n\n7\n" and r.stderr == "", r.stderr
     assert q(db, "SELECT table_name FROM duckdb_tables()") == [("mine",)]
+
+
+@pytest.mark.parametrize("query", ["", "   ", ";", " ; ;"])
+def test_an_empty_query_is_a_usage_error(store, query):
+    """It was `auditor: internal error: AttributeError: 'NoneType' object has no attribute
+    'description'`, exit 3."""
+    line = one_line(run_cli("sql", query, db=store), 2)
+    assert line == 'auditor: error: the query is empty: give one SQL statement, e.g. "SELECT * FROM coverage"'
+
+
+def test_several_statements_say_whose_rows_are_shown(store):
+    r = run_cli("sql", "SELECT 1 AS a; SELECT 2 AS b", "--format", "md", db=store)
+    assert r.returncode == 0, r.stderr
+    assert "| b |" in r.stdout and "| a |" not in r.stdout
+    assert "2 statements were run: the rows are the last one's" in r.stdout
+
+
+def test_a_small_number_is_never_shown_as_zero(store):
+    """Four decimals showed 0.000012345 as 0 and -0.00001 as -0 in md, table and html."""
+    query = "SELECT 0.000012345::DOUBLE AS e, -0.00001::DOUBLE AS m, -0.0::DOUBLE AS z, 2.5::DOUBLE AS h"
+    md = run_cli("sql", query, "--format", "md", db=store).stdout
+    assert "| 1.234e-05 | -1e-05 | 0 | 2.5 |" in md, md
+    html = run_cli("sql", query, "--format", "html", db=store).stdout
+    assert ">1.234e-05</td>" in html and ">-1e-05</td>" in html
+    assert json.loads(run_cli("sql", query, "--format", "json", db=store).stdout)["rows"][0]["e"] == 0.000012345

@@ -146,6 +146,12 @@ def query_result(store, sql: str, fmt: str) -> Result:
         return UsageError(f"query failed: {str(exc).splitlines()[0]}")
 
     try:
+        statements = len(duckdb.extract_statements(sql))
+    except duckdb.Error:
+        statements = 1                      # not SQL: running it says what is wrong
+    if not statements:
+        raise UsageError("the query is empty: give one SQL statement, e.g. \"SELECT * FROM coverage\"")
+    try:
         cur = store.cursor(sql)
     except duckdb.OutOfMemoryException:
         raise                               # not the query's fault: the CLI says what helps
@@ -166,6 +172,8 @@ def query_result(store, sql: str, fmt: str) -> Result:
             yield [dict(zip(columns, r)) for r in chunk]
 
     notes: list[str] = []
+    if statements > 1:
+        notes.append(f"{statements} statements were run: the rows are the last one's")
     if fmt in ("json", "csv"):
         rows: Any = Stream(None, pages)
         title = "rows"

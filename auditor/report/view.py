@@ -144,7 +144,8 @@ def identifier(column: str | None) -> bool:
 def cell(v: Any, column: str | None = None) -> str:
     """One value as text: NULL shows as an em dash (unknown), never as 0, and an empty list
     as "none" (known to be empty), never as a blank. A number of a ``column`` that is no
-    identifier (a quantity) is written with thousands separators."""
+    identifier (a quantity) is written with thousands separators; a float to four decimals,
+    and one so small that they would show 0 to four significant digits."""
     grouped = "," if column is not None and not identifier(column) else ""
     if grouped and not isinstance(v, bool) and (
             isinstance(v, int) or isinstance(v, Decimal) and v == v and v == v.to_integral_value()):
@@ -154,7 +155,11 @@ def cell(v: Any, column: str | None = None) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:{grouped}.4f}".rstrip("0").rstrip(".") if v == v else "NaN"
+        if v != v:
+            return "NaN"
+        if v and abs(v) < 0.00005:          # four decimals would show it as 0: four digits instead
+            return f"{v:.4g}"
+        return f"{v + 0.0:{grouped}.4f}".rstrip("0").rstrip(".")       # + 0.0: -0.0 is 0
     if isinstance(v, Decimal):
         return format(v.normalize(), f"{grouped}f") if v == v else "NaN"
     if isinstance(v, datetime):
