@@ -870,6 +870,9 @@ def main(argv: list[str] | None = None) -> None:
     state.debug, state.help = "--debug" in options, any(a in ("-h", "--help") for a in options)
     state.no_config, state.config = "--no-config" in options, None
     from ._click import exceptions as click_exc
+    from .interrupt import install
+
+    install()           # Ctrl-C stops a DuckDB query at once, not at its end
     try:
         command = typer.main.get_command(app)
         _strict_types(command)

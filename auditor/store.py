@@ -31,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from . import limits, store_convert
+from . import interrupt, limits, store_convert
 from .errors import StoreError, UsageError
 from .paths import check_store, opened_store, read_regular
 from .times import utc as _utc, utc_text
@@ -758,7 +758,7 @@ class Store:
         import copy
 
         w = copy.copy(self)
-        w.con = self.con.cursor()
+        w.con = interrupt.track(self.con.cursor())
         w._in_tx = False
         w._shadowed = Counter(self._shadowed)
         w._refreshed = dict(self._refreshed)
@@ -811,7 +811,7 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     refuses is left as it is, and so is anything that is not a regular file (a device, a FIFO:
     never removed). A symbolic link to the store stays one: the file it leads to is made anew."""
     try:
-        return duckdb.connect(path, read_only=read_only)
+        return interrupt.track(duckdb.connect(path, read_only=read_only))
     except duckdb.IOException:
         if read_only or not _making_cut_off(path):
             raise
@@ -819,7 +819,7 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     if not stat.S_ISREG(os.lstat(real).st_mode):
         raise StoreError(f"cannot open the database {path}: not a regular file")
     os.remove(real)
-    return duckdb.connect(path)
+    return interrupt.track(duckdb.connect(path))
 
 
 def _making_cut_off(path: str) -> bool:
