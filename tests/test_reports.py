@@ -510,3 +510,15 @@ def test_a_new_format_is_one_record(monkeypatch):
     monkeypatch.setitem(FORMATS, "lines", Format("lines", "txt", "a row a line", "fake_format:write"))
     result = Result("x", "X", {}, [Table("t", ["a"], [{"a": 1}, {"a": 2}])])
     assert render.render(result, "lines") == "{'a': 1}\n{'a': 2}"
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "html"])
+def test_every_text_format_ends_with_the_coverage_caveats(demo, fmt):
+    """The demo's log covers 1.5 h of the epoch: hedging's figures are for that part, which
+    json (coverage.unknown) and md said, and the table and html did not."""
+    said = run_json("hedging", "403", "--offline", "--format", "json", db=demo)["coverage"]["unknown"]
+    assert len(said) == 1 and said[0].endswith("the figures are for the part covered")
+    text = run_cli("hedging", "403", "--offline", "--format", fmt, db=demo).stdout
+    tail = text.rsplit("Coverage caveats", 1)[1]
+    shown = tail.replace("\\[", "[") if fmt == "md" else tail       # md escapes the bracket
+    assert said[0] in shown, tail

@@ -13,7 +13,7 @@ import json
 from ..result import Finding, Result, Table
 from . import figures
 from .charts import MIN_WIDTH, to_svg
-from .view import Findings, View, cell, finding_groups, json_default, legend, numeric
+from .view import Findings, View, cell, coverage_caveats, finding_groups, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
 STYLE = """
@@ -197,6 +197,9 @@ def to_html(result: Result, view: View = View()) -> str:
     body = [f"<h1>{escape(result.title)}</h1>", _summary(groups, parts),
             _header(result.header, result.legend) if result.parts else "", _findings(groups, section_of)]
     body += [_section(p) for p in parts]
+    if caveats := coverage_caveats(result):
+        body.append('<h2 id="caveats">Coverage caveats</h2><ul>' + "".join(f"<li>{escape(c)}</li>" for c in caveats)
+                    + "</ul>")
     if view.command:
         body.append(f'<p class="note">Made by <code>{escape(view.command)}</code>.</p>')
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -15,7 +15,7 @@ import io
 import json
 
 from ..result import Finding, Result, Table
-from .view import View, cell, json_default, layout, numeric
+from .view import View, cell, coverage_caveats, json_default, layout, numeric
 from .text import PROSE_LIMIT, md, md_block, md_code
 
 FOLD_ROWS = 15
@@ -79,15 +79,6 @@ def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
         out.write(_cut_note(max_rows, len(findings), "findings"))
 
 
-def _caveats(result: Result) -> list[str]:
-    """What the sources did not cover, as the analysis (or each source) says."""
-    cov = result.coverage or {}
-    if result.parts:   # the epoch report: per source
-        return [f"{source}: {m}" for source, entry in cov.items() if isinstance(entry, dict)
-                for m in entry.get("missing") or []]
-    return list(cov.get("missing") or []) + list(cov.get("unknown") or [])
-
-
 def to_markdown(result: Result, view: View = View()) -> str:
     """The report, within ``MAX_CHARS``: written with ``MAX_ROWS`` rows a table, and again
     with fewer while it is longer (every value is cut at ``text.MD_LIMIT``, so few enough
@@ -112,7 +103,7 @@ def _markdown(result: Result, view: View, max_rows: int) -> str:
             out.write("\n" + "".join(f"_{md(line, PROSE_LIMIT)}_  \n" for line in item))
         else:
             _table(out, item, depth, max_rows)
-    caveats = _caveats(result)
+    caveats = coverage_caveats(result)
     if caveats:
         out.write("\n## Coverage caveats\n\n" + "".join(f"- {md_block(c, PROSE_LIMIT)}\n" for c in caveats[:max_rows]))
         if len(caveats) > max_rows:

@@ -22,7 +22,7 @@ import textwrap
 from typing import Any
 
 from ..result import Finding, Result, Table
-from .view import View, cell, findings_table, layout, numeric
+from .view import View, cell, coverage_caveats, findings_table, layout, numeric
 from .text import TERMINAL_LIMIT, plain
 
 ADDRESS = re.compile(r"\bgonka1[02-9ac-hj-np-z]{38}\b")
@@ -157,6 +157,12 @@ def print_table(result: Result, file: Any = None, view: View = View(), console: 
                 _table(console, item, fit, view, full)
             for n in item.notes:
                 console.print(Text(fit(n)))
+    caveats = coverage_caveats(result)
+    if caveats:
+        console.print()
+        console.print(Text("Coverage caveats", style="bold"))
+        for c in caveats:
+            console.print(Text(f"  - {fit(c)}"))
 
 
 def _finding_block(console: Any, f: Finding, fit: Any) -> None:

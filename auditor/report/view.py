@@ -254,6 +254,16 @@ def layout(result: Result) -> Iterator[tuple[str, int, Any]]:
             yield from _legend(t.legend, 3 if part.header else 2)
 
 
+def coverage_caveats(result: Result) -> list[str]:
+    """What the sources did not cover, as the analysis (or each source) says: every text
+    format ends with them ("Coverage caveats")."""
+    cov = result.coverage or {}
+    if result.parts:   # the epoch report: per source
+        return [f"{source}: {m}" for source, entry in cov.items() if isinstance(entry, dict)
+                for m in entry.get("missing") or []]
+    return list(cov.get("missing") or []) + list(cov.get("unknown") or [])
+
+
 def _legend(abbreviations: list[str], depth: int) -> Iterator[tuple[str, int, Any]]:
     lines = legend(abbreviations)
     if lines:
