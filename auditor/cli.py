@@ -303,8 +303,12 @@ def _resolved_participant(store, call):
     import dataclasses
 
     text = getattr(call.options, "participant", None)
-    if not text:
+    if text is None:
         return call
+    if not text.strip():
+        from .errors import UsageError
+
+        raise UsageError("--participant is empty: give an address, or the label the tables print")
     from .participants import address as resolved
 
     address = resolved(store, text)
@@ -318,20 +322,18 @@ def _known_participant(store, address: str, epoch: int | None) -> None:
     chain data, a gateway's accounting of it, or the logs, which carry no epoch) is a usage
     error naming the closest address stored: a typo would otherwise report "Findings: none".
     An epoch the store holds nothing of is left to the analysis to say."""
-    import difflib
-
     from .errors import UsageError
+    from .participants import closest
 
     found = store.query("participant_in_epoch", epoch=epoch, participant=address)[0]
     if found["of_epoch"] or not found["epoch_stored"]:
         return
-    stored = store.query("participants_stored")
-    if any(r["participant"] == address and r["from_logs"] for r in stored):
+    if any(r["participant"] == address and r["from_logs"] for r in store.query("participants_stored")):
         return
-    near = difflib.get_close_matches(address, [r["participant"] for r in stored], n=1, cutoff=0.8)
+    near = closest(store, address)
     where = f"epoch {epoch}" if epoch is not None else "any stored epoch"
     raise UsageError(f"--participant {address} is no participant of {where}"
-                     + (f"; the closest stored address is {near[0]}" if near else "; no stored address is near it"))
+                     + (f"; the closest stored address is {near}" if near else "; no stored address is near it"))
 
 
 # -- commands -----------------------------------------------------------------

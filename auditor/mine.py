@@ -41,14 +41,17 @@ def resolve(store: Any, texts: Iterable[str], epoch: int | None, *, quiet: bool 
 def absent(store: Any, epoch: int | None, mine: Iterable[str]) -> list[str]:
     """One note per address of ``mine`` that is no participant of ``epoch`` (excluded, new,
     gone): said, never an error, so that cron keeps running."""
+    from .participants import closest
+
     if epoch is None:
         return []
     notes = []
     for a in sorted(set(mine)):         # what --participant's typo check asks (an epoch not stored: nothing)
         found = store.query("participant_in_epoch", epoch=epoch, participant=a)[0]
         if found["epoch_stored"] and not found["of_epoch"]:
+            near = closest(store, a)
             notes.append(f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its "
-                         "findings can be mine")
+                         "findings can be mine" + (f"; the closest stored address is {near}" if near else ""))
     return notes
 
 

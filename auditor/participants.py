@@ -23,3 +23,12 @@ def address(store: Any, text: str, flag: str = "--participant") -> str:
             "matches no participant the store holds"
         raise UsageError(f"{flag} {text} {which}: give the full gonka1... address")
     return found[0]
+
+
+def closest(store: Any, text: str) -> str | None:
+    """The stored participant address nearest ``text`` (a typo of one), if one is near."""
+    import difflib
+
+    near = difflib.get_close_matches(text, [r["participant"] for r in store.query("participants_stored")],
+                                     n=1, cutoff=0.8)
+    return near[0] if near else None

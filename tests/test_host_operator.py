@@ -122,3 +122,22 @@ def test_the_html_opens_with_a_summary_and_wraps_prose_at_30_characters_or_more(
     reasons = html.split("<h2>Miss test</h2>", 1)[1].split("</table>", 1)[0]
     assert reasons.count('<td class="prose">') == 27          # every cell of the reason column, short or long
     assert '<div class="scroll wide">' in html                # a table of many columns may use the window
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_participant_is_a_usage_error(demo, value):
+    """`--participant ""` ran the whole network's report, exit 0, as if no filter was given."""
+    r = run_cli("epoch", "403", "--offline", "--participant", value, db=demo)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines()[-1] == \
+        "auditor: error: --participant is empty: give an address, or the label the tables print"
+
+
+def test_a_mistyped_address_of_mine_is_a_note_naming_the_closest(demo):
+    """One wrong character in --mine turned a cron alarm off with a note that did not say
+    which stored address was meant."""
+    typo = VICTIM[:-1] + ("q" if VICTIM[-1] != "q" else "p")
+    r = run_cli("misstest", "403", "--offline", "--mine", typo, "--format", "json", db=demo)
+    assert r.returncode == 0, r.stderr
+    assert f"note: --mine {typo} is no participant of epoch 403" in r.stderr
+    assert f"; the closest stored address is {VICTIM}" in r.stderr
