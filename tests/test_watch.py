@@ -155,6 +155,10 @@ def test_backtest_says_when_each_zeroed_host_was_first_warned(servers, db):
         once(servers[h], db)
     unknown = run_cli("watch", "--backtest", "500", "--offline", "--format", "json", db=db)
     assert unknown.returncode == 3 and "settled verdicts unknown" in unknown.stdout     # not settled yet
+    early = json.loads(unknown.stdout)          # unknown is not zero (it said 0 zeroed, 0 false warnings)
+    assert (early["zeroed"], early["zeroed_warned"], early["false_warnings"]) == (None, None, None)
+    assert "zeroed by the miss test: unknown: the settled verdicts are not stored" in run_cli(
+        "watch", "--backtest", "500", "--offline", db=db).stdout
     none = run_cli("watch", "--backtest", "499", "--offline", db=db)
     assert none.returncode == 3 and "no watch readings of epoch 499" in none.stderr
     _settle(db)

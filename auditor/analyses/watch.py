@@ -496,12 +496,16 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
             outcome = "not zeroed, never warned"
         out.append({**r, "settled_verdict": verdict, "first_warned_at": r["first_warned_at"], "outcome": outcome})
     notes = [] if mt.unavailable is None else [f"settled verdicts unknown: {mt.unavailable}"]
+    if mt.unavailable is not None:      # no verdict is known: the counts are unknown, not 0
+        counts = dict.fromkeys(counts)
     data = {"epoch": epoch, "backtest": True, **counts, "notes": notes, "participants": out}
-    header = [("epoch", str(epoch)),
-              ("zeroed by the miss test", f"{counts['zeroed']}: {counts['zeroed_warned']} warned before the end, "
-                                          f"{counts['zeroed_missed']} never warned"),
-              ("false warnings", f"{counts['false_warnings']} participant(s) warned and not zeroed "
-                                 f"({counts['false_warning_readings']} warning reading(s))")]
+    header = [("epoch", str(epoch))] + ([
+        ("zeroed by the miss test", f"{counts['zeroed']}: {counts['zeroed_warned']} warned before the end, "
+                                    f"{counts['zeroed_missed']} never warned"),
+        ("false warnings", f"{counts['false_warnings']} participant(s) warned and not zeroed "
+                           f"({counts['false_warning_readings']} warning reading(s))")] if mt.unavailable is None else [
+        ("zeroed by the miss test", "unknown: the settled verdicts are not stored"),
+        ("false warnings", "unknown: the settled verdicts are not stored")])
     table = Table(title, list(BACKTEST_COLUMNS), out, notes=notes)
     return Result(KEY, title, data, [table], [], {"sources": ["watch", "chain"],
                                                   "missing": notes, "unknown": []},
