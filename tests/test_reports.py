@@ -522,3 +522,18 @@ def test_every_text_format_ends_with_the_coverage_caveats(demo, fmt):
     tail = text.rsplit("Coverage caveats", 1)[1]
     shown = tail.replace("\\[", "[") if fmt == "md" else tail       # md escapes the bracket
     assert said[0] in shown, tail
+
+
+def test_the_hedging_hosts_table_adds_up(demo):
+    """A primary's races are its wins, its losses and its races no attempt won: the table had
+    no column for the last (p86j0skk: 1,383 races, 935 wins, 62 losses) and did not add up;
+    json had it."""
+    rows = [line.split(",") for line in run_cli("hedging", "403", "--offline", "--format", "csv",
+                                                  db=demo).stdout.splitlines()]
+    head = rows[0]
+    assert "primary_no_winner" in head
+    table = [dict(zip(head, r)) for r in rows[1:]]
+    for row in table:
+        assert int(row["primary_races"]) == sum(int(row[c]) for c in ("primary_wins", "primary_losses",
+                                                                        "primary_no_winner")), row
+    assert any(int(row["primary_no_winner"]) for row in table)

@@ -623,7 +623,7 @@ def _unavailable(epoch: int | None, reason: str) -> Result:
 
 def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp, notes) -> list[Table]:
     host_cols = ["host", "label", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
-                 "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
+                 "primary_no_winner", "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
                  "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
     t_hosts = Table("Hosts: as primary and as secondary", host_cols, [{c: h[c] for c in host_cols} for h in hosts],
                     notes=list(notes), narrow=["host", "primary_rescued", "wasted_bytes"],
