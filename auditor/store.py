@@ -555,7 +555,12 @@ class Store:
         try:
             yield self.con
         except BaseException:
-            self.con.execute("ROLLBACK")
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.Error:
+                # closed first (a Ctrl-C that ended the run before this block was left):
+                # DuckDB dropped the transaction with the connection
+                pass
             raise
         else:
             try:

@@ -145,7 +145,7 @@ def test_the_table_prints_the_accounting_numbers(tmp_path):
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith("| cpoc:0") and MODEL in line)
     assert f"| {FAILED + REFUSED} |" in row and "accounting" in row
-    assert f"poc_unavailable_host {GHOSTS}" in r.stdout                  # the per-escrow accounting table
+    assert f"poc_unavailable_host {GHOSTS:,}" in r.stdout                # the per-escrow accounting table
 
 
 def test_a_large_share_that_does_not_flip_is_a_warning(tmp_path):
