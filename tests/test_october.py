@@ -153,6 +153,10 @@ def test_no_spurious_remint_and_the_healthy_hold_is_a_spurious_hold(report):
     assert ev["request"]["input_bytes"] == 600_000 and ev["request"]["reservation"] == (600_000 + 3072) * 10
     assert "5,000,000" in f["summary"] and "60.2 s" in f["summary"]
     assert f["action"].startswith("attach `auditor remints 417")
+    # its numbers as the summary writes them (it said "a balance of 5000000 >= ... 2310720"), the
+    # escrow and epoch as ids
+    assert f"escrow {f['subject']['id']} was held with a balance of 5,000,000 >= its release balance " \
+        f"{STORY['release_balance']:,}" in f["action"]
     # 41701's hold began below its release balance: no finding
     assert ("spurious_hold", "41701") not in codes
 
