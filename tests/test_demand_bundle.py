@@ -281,6 +281,13 @@ def test_accounting_only_estimate_is_labelled_in_every_format(tmp_path):
         assert "est_mean_inflight" in out.stdout, fmt
         if fmt != "csv":
             assert "ESTIMATED" in out.stdout and "not a peak" in out.stdout, fmt
+    # at 80 columns the proposal's demand_basis column is left out; its estimated D_m still says so
+    from test_reports import on_a_terminal
+
+    narrow = on_a_terminal(["--db", str(db), "targets", "403", "--offline"], 80)
+    proposal = narrow.split("Proposal for governance", 1)[1].split("\n\n", 1)[0]
+    assert "demand_basis" in proposal.split("not shown at this width", 1)[1]
+    assert " ".join(f"D_m of {DS}: estimated from accounting".split()) in " ".join(proposal.split()), proposal
 
 
 def test_export_needs_a_log_and_the_chain(split, tmp_path):

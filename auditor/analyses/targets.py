@@ -733,7 +733,12 @@ def _tables(rows: list[dict], gov: dict, notes: list[str], proposal: dict, estim
                     [gov["note"]] + [u["model_id"] + ": " + u["why"] for u in gov["uncovered_models"]]),
               Table("Proposal for governance: per-model targets and one fraction for the rest",
                     list(t3[0].keys()) if t3 else [], t3,
-                    proposal["statements"] + [proposal["rule"]], priority=["model_id", "D_m", "suggested_target"])]
+                    proposal["statements"] + [proposal["rule"]]
+                    # an estimated D_m says so under the table too: its demand_basis column is the first
+                    # a narrow terminal leaves out
+                    + [f"D_m of {m['model_id']}: {m['demand_basis']}" for m in proposal["models"]
+                       if m["demand_weight"] is not None and m["demand_basis"].startswith("estimated")],
+                    priority=["model_id", "D_m", "suggested_target"])]
     if estimate is not None:
         t4 = [{"model_id": mid, "requests_cpoc": m["requests"], "rate_per_s": m["rate_per_second"],
                "latency_s": m["latency_seconds"], "est_mean_inflight": m["mean_inflight"],
