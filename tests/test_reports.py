@@ -537,3 +537,21 @@ def test_the_hedging_hosts_table_adds_up(demo):
         assert int(row["primary_races"]) == sum(int(row[c]) for c in ("primary_wins", "primary_losses",
                                                                         "primary_no_winner")), row
     assert any(int(row["primary_no_winner"]) for row in table)
+
+
+def test_participant_narrows_every_per_host_table_of_hedging(demo):
+    """--participant kept the hosts table to the host but listed other hosts' pairs, priors and
+    races below it; the per-decision and the totals stay the network's."""
+    label = "p86j0skk"
+    md = run_cli("hedging", "403", "--offline", "--participant", label, "--format", "md", db=demo).stdout
+    whole = run_cli("hedging", "403", "--offline", "--format", "md", db=demo).stdout
+
+    def rows(text: str, title: str) -> list[str]:
+        section = text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+        return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| ---")][1:]
+
+    for title in ("Who beat each primary", "Hedged races with", "Predictability of losses"):
+        mine = rows(md, title)
+        assert mine and all(label in r for r in mine), (title, mine)
+    assert any(label not in r for r in rows(whole, "Who beat each primary"))      # the network has others
+    assert rows(md, "Per decision reason") == rows(whole, "Per decision reason")

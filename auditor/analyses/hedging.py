@@ -386,7 +386,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
     header = _header(what, since, until, totals, pred, unresp_data)
     tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp_data,
-                     notes)
+                     notes, narrowed=options.participant is not None)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
         (until is None or (last is not None and last >= until))
@@ -621,7 +621,20 @@ def _unavailable(epoch: int | None, reason: str) -> Result:
                   coverage={"sources": ["gateway_log"], "missing": [reason]}, unavailable=reason)
 
 
-def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp, notes) -> list[Table]:
+def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp, notes,
+            narrowed: bool = False) -> list[Table]:
+    """The tables; ``narrowed`` (--participant): the per-host tables keep the rows of ``hosts``
+    alone (a race, a pair or an example it took part in), the per-decision and the totals stay
+    the network's."""
+    labels = {h["label"] for h in hosts}
+
+    def ours(*hosts_of_row: str | None) -> bool:
+        return not narrowed or bool(labels & set(hosts_of_row))
+
+    beaten_rows = [b for b in beaten_rows if ours(b["primary_host"], b["winner_host"])]
+    pred = {**pred, "hosts": [h for h in pred["hosts"] if ours(h["label"])]}
+    listed = [r for r in listed if ours(*(a["host"] for a in r["attempts"]))]
+    unresp = {**unresp, "examples": [x for x in unresp["examples"] if ours(x["primary_host"], x["winner_host"])]}
     host_cols = ["host", "label", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
                  "primary_no_winner", "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
                  "secondary_suppressed_losers", "wasted_seconds", "wasted_bytes"]
@@ -674,7 +687,11 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
-    t_races = Table(f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {in_range}; the JSON lists {RACES_LISTED}, all with --all-races)",
+    title = (f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {in_range}; the JSON lists {RACES_LISTED}, "
+             "all with --all-races)") if not narrowed else (
+        f"Hedged races with {', '.join(sorted(labels))}, most waste first (of the network's {RACES_LISTED} most "
+        f"wasteful of {in_range}; all with --all-races)")
+    t_races = Table(title,
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
                     notes=["attempts: host(p = primary, s = secondary; * = winner)"], narrow=["request"],
