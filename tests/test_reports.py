@@ -555,3 +555,12 @@ def test_participant_narrows_every_per_host_table_of_hedging(demo):
         assert mine and all(label in r for r in mine), (title, mine)
     assert any(label not in r for r in rows(whole, "Who beat each primary"))      # the network has others
     assert rows(md, "Per decision reason") == rows(whole, "Per decision reason")
+
+
+def test_coverage_groups_what_it_loaded(demo):
+    """The coverage table's loaded counts are quantities: `lines 35,736`, not `lines 35736`."""
+    loaded = run_json("epoch", "403", "--offline", "--format", "json", db=demo)["coverage"]["gateway_log"]["loaded"]
+    assert loaded["lines"] >= 1000
+    md = run_cli("epoch", "403", "--offline", "--format", "md", db=demo).stdout
+    row = next(line for line in md.splitlines() if line.startswith("| gateway_log |"))
+    assert f"lines {loaded['lines']:,}, events {loaded['events']:,}" in row, row

@@ -56,7 +56,7 @@ def _loaded_text(entry: dict[str, Any]) -> str | None:
     loaded = entry.get("loaded")
     if not loaded:
         return None
-    return ", ".join(f"{k} {v}" for k, v in loaded.items())
+    return ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in loaded.items())
 
 
 def chain(items: dict[str, Any] | None) -> dict[str, Any]:
