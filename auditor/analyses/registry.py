@@ -468,12 +468,17 @@ def action_of(finding: Any) -> str | None:
         return None
     ev = finding.evidence or {}
     row = ev.get("row") if isinstance(ev.get("row"), dict) else {}
-    from ..report.view import cell
+    from ..report.numbers import identifier
     from ..times import utc_text
 
-    # a quantity grouped as the summary groups it (5,000,000), an id or an epoch not (report.view.cell)
-    facts = _Facts({k: utc_text(v) if isinstance(v, datetime) else cell(v, k) if isinstance(v, int) and
-                    not isinstance(v, bool) else v for k, v in {**row, **ev}.items()
+    def shown(k: str, v: Any) -> Any:
+        if isinstance(v, datetime):
+            return utc_text(v)
+        if isinstance(v, int) and not isinstance(v, bool) and not identifier(k):
+            return f"{v:,}"             # a quantity grouped as the summary groups it; an id or epoch not
+        return v
+
+    facts = _Facts({k: shown(k, v) for k, v in {**row, **ev}.items()
                     if v is not None and not isinstance(v, (dict, list))})
     facts.update(subject=finding.subject.get("id"), model=finding.model or "…")
     text = code.action.format_map(facts)

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from ..errors import UsageError
 from ..result import Finding, Result, Stream, Table, ranked, utc_text
+from .numbers import identifier
 from .text import csv_cell
 
 
@@ -130,15 +131,6 @@ def _uncounted(v: Stream, level: int) -> Iterator[str]:
     yield "\n" + "  " * level + "]"
 
 
-# the words of a column that holds identifiers, never quantities: their numbers are written
-# without thousands separators (an escrow 134985, a height 6213928), every other whole number
-# with them (a reward 16,000,000,000,000) in the table, md and html views; json and csv raw
-IDENTIFIERS = frozenset({"escrow", "epoch", "height", "nonce", "slot", "request", "id", "index", "port", "seed"})
-
-
-def identifier(column: str | None) -> bool:
-    """Whether ``column`` (by its words) holds identifiers: ``escrow``, ``primary_nonce``, ``start_height``."""
-    return column is not None and bool(IDENTIFIERS & set(str(column).lower().replace(" ", "_").split("_")))
 
 
 def cell(v: Any, column: str | None = None) -> str:
