@@ -666,7 +666,7 @@ app.add_typer(export_app, name="export")
 
 @export_app.command("demand")
 def export_demand(
-    epochs: Annotated[str, typer.Option("--epochs", metavar="A..B", help="The epochs whose cPoC windows to write.")],
+    epochs: Annotated[str, typer.Option("--epochs", metavar="A..B", help="The epochs whose cPoC windows to write (A..B, or one epoch N).")],
     out: Annotated[Path, typer.Option("--out", metavar="FILE.parquet", help="The bundle to write (atomically).")],
     name: Annotated[Optional[str], typer.Option("--name", metavar="NAME",
         help="The gateway's name, instead of the address that created its escrows.")] = None,

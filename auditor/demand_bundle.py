@@ -183,9 +183,12 @@ def identity(store, name: str | None) -> tuple[str, str]:
         return name.strip(), "name given by the operator (--name)"
     r = store.query("demand_bundle_gateway")[0]
     if not r["creators"]:
-        raise UsageError(f"the creator of the {r['escrows']} escrow(s) the logs name is not in the store "
-                         "(collect with --node to probe them), so the gateway has no public identity: "
-                         "give one with --name")
+        gone, n = r["escrows_not_found"], r["escrows"]
+        why = (f"the chain has no record of the {n} escrow(s) the logs name (asked: not found)" if gone == n else
+               f"the creator of the {n} escrow(s) the logs name is not in the store "
+               f"({f'{gone} not found on the chain; ' if gone else ''}collect with --node to probe "
+               f"{'the others' if gone else 'them'})")
+        raise UsageError(f"{why}, so the gateway has no public identity: give one with --name")
     return ",".join(r["creators"]), (f"creator address of the {r['escrows_found']} escrow(s) the logs name "
                                      "(devshard_escrow records on chain)")
 

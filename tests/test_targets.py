@@ -37,7 +37,8 @@ def snapshot() -> dict[str, dict[str, list[tuple[str, int]]]]:
 def test_parse_epoch_range():
     assert tg.parse_epoch_range("420..433") == (420, 433)
     assert tg.parse_epoch_range(" 7..7 ") == (7, 7)
-    for bad in ("433..420", "420-433", "a..b", "", "420..", "..433", "1..500"):
+    assert tg.parse_epoch_range("403") == tg.parse_epoch_range(" 403 ") == (403, 403)     # one epoch: N..N
+    for bad in ("433..420", "420-433", "a..b", "", "420..", "..433", "1..500", "403.", "-3"):
         with pytest.raises(UsageError):
             tg.parse_epoch_range(bad)
 

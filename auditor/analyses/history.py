@@ -32,7 +32,7 @@ COLUMNS = ["epoch", "verdict", "total", "missed", "critical_misses", "margin", "
 class HistoryOptions(Options):
     """``auditor history ADDR [--epochs A..B]``: the participant is the command's argument."""
 
-    epochs: str | None = option(None, "--epochs", "Epochs A to B (inclusive). [default: the last 7 settled epochs]",
+    epochs: str | None = option(None, "--epochs", "Epochs A to B (inclusive), or one epoch N. [default: the last 7 settled epochs]",
                                 metavar="A..B")
 
     EPOCH = Arg(name="participant", kind=str, metavar="ADDR", help="The participant: its address, or the label "

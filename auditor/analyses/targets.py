@@ -104,11 +104,13 @@ class TargetsOptions(Options):
 
 # -- pure rules ---------------------------------------------------------------------------------
 def parse_epoch_range(text: str) -> tuple[int, int]:
-    """``"A..B"`` -> ``(A, B)`` with 0 <= A <= B; a :class:`UsageError` otherwise."""
-    m = re.fullmatch(r"\s*(\d+)\s*\.\.\s*(\d+)\s*", text or "")
+    """``"A..B"`` -> ``(A, B)`` with 0 <= A <= B, and one epoch ``"N"`` -> ``(N, N)``; a
+    :class:`UsageError` otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?", text or "")
     if not m:
-        raise UsageError(f"--epochs {text!r}: expected A..B, e.g. 420..433")
-    a, b = int(m.group(1)), int(m.group(2))
+        raise UsageError(f"--epochs {text!r}: expected A..B, e.g. 420..433, or one epoch N")
+    a = int(m.group(1))
+    b = int(m.group(2)) if m.group(2) is not None else a
     if a > b:
         raise UsageError(f"--epochs {text}: the first epoch ({a}) is after the last ({b})")
     if b - a > 200:
