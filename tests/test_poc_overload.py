@@ -317,3 +317,18 @@ def test_an_escrow_without_misses_says_none_not_a_blank(fixture_db):
     assert [r[head.index("misses")] for r in rows if r[head.index("misses_by_kind")] == "none"] == \
         ["0"] * kinds.count("none")
     assert any(re.search(r" \d{1,3}(,\d{3})+$", r[head.index("other_slots_ghosts")]) for r in rows), table
+
+
+def test_the_accounting_count_is_not_printed_again_beside_the_logged_windows(fixture_db):
+    """The logs count the small host's misses in cpoc:0; a window they do not cover printed the
+    accounting API's count too (every CPoC's together, cpoc:0's included): 1,950 to a reader
+    adding the rows, against 980 missed on chain. It is unknown there, and says why."""
+    import csv as csv_
+
+    text = run_cli("poc-overload", "403", "--offline", "--format", "csv", db=fixture_db).stdout
+    rows = [r for r in csv_.DictReader(text.splitlines()) if r["participant"] == STORY["small_host"]]
+    assert [r["misses_from"] for r in rows][:1] == ["gateway logs"] and len(rows) == 3, rows
+    for r in rows[1:]:
+        assert r["misses_from"] in ("gateway logs",) or (
+            r["misses"] == "" and r["misses_from"].startswith("unknown: no log of this window")), r
+    assert sum(int(r["misses"] or 0) for r in rows) <= STORY["s_chain_missed"], rows

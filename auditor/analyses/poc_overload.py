@@ -701,13 +701,19 @@ def _risk_text(r: Mapping[str, Any] | None) -> str:
 def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: int = 1) -> list[Table]:
     rows = []
     acct_row: dict[tuple[str, str], str] = {}       # the row that prints a host's accounting count
+    # hosts whose misses the logs count in some window: the accounting's count (every CPoC
+    # together) holds those too, so it prints in no other row of theirs (it was counted twice)
+    logged = {(w["participant"], w["model"]) for w in windows if w["misses"] is not None}
     for w in windows:
         cf = w.get("counterfactual") or {}
         mt = w.get("miss_test") or {}
         acct = w.get("accounting_cpoc")
         misses, misses_from = w["misses"], "gateway logs" if w["misses"] is not None else None
         key = (w["participant"], w["model"])
-        if misses is None and acct is not None and key in acct_row:
+        if misses is None and acct is not None and key in logged:
+            misses_from = (f"unknown: no log of this window; the accounting API's {acct['misses']:,} are every "
+                           "CPoC's together, the logged windows' included")
+        elif misses is None and acct is not None and key in acct_row:
             misses_from = f"accounting: in the {acct_row[key]} row"
         elif misses is None and acct is not None:       # a known number never prints as unknown
             acct_row[key] = w["episode"]
