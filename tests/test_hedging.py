@@ -598,3 +598,18 @@ def test_one_first_decision_rule(tmp_path):
         assert by_attempts == by_requests and len(by_attempts) > 50
     finally:
         con.close()
+
+
+def test_a_next_step_of_a_range_runs_as_printed(incident):
+    """Over --since/--until the suppressed_loser_waste step said `auditor hedging N --format md`,
+    which is a usage error as printed; it names the range now."""
+    import shlex
+
+    db, plain = incident
+    (f,) = [f for f in plain["findings"] if f["code"] == "suppressed_loser_waste"][:1]
+    command = f["action"].split("`")[1]
+    assert " N " not in command and "--since " in command and "--until " in command, command
+    args = shlex.split(command)
+    assert args[:2] == ["auditor", "hedging"]
+    r = run_cli(*args[1:], db=db)
+    assert r.returncode == 0, r.stderr

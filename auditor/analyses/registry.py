@@ -298,7 +298,7 @@ Example:
         codes=(Code("suppressed_loser_waste", ("warn",), "participant",
                     "a host loses most of its primary races to a hedge, and most of those losses run to "
                     "completion as suppressed losers",
-                    "add `auditor hedging {epoch} --format md` (the hosts that beat {subject}, the remedies' "
+                    "add `auditor hedging {range} --format md` (the hosts that beat {subject}, the remedies' "
                     "savings) to gonka-ai/gonka #2105, the known suppressed-loser waste"),
                Code("hedge_predictable_loss", ("warn",), "participant",
                     "most of a host's losses as primary were predictable before dispatch from the gateway's "
@@ -480,7 +480,10 @@ def action_of(finding: Any) -> str | None:
 
     facts = _Facts({k: shown(k, v) for k, v in {**row, **ev}.items()
                     if v is not None and not isinstance(v, (dict, list))})
-    facts.update(subject=finding.subject.get("id"), model=finding.model or "…")
+    facts.update(subject=finding.subject.get("id"), model=finding.model or "…",
+                 # the run's range as its command takes it: epoch N, else --since/--until
+                 range=str(facts["epoch"]) if "epoch" in facts else f"--since {facts['since']} --until {facts['until']}"
+                 if "since" in facts and "until" in facts else "N")
     text = code.action.format_map(facts)
     for key, clause in code.when:
         if ev.get(key) not in (None, 0, False, "", [], {}):
