@@ -613,3 +613,12 @@ def test_a_next_step_of_a_range_runs_as_printed(incident):
     assert args[:2] == ["auditor", "hedging"]
     r = run_cli(*args[1:], db=db)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_race_list_title_counts_what_there_is(incident):
+    """"(top 50 of 72; the JSON lists 100 …)" over a range of 72 hedged races: it lists 72."""
+    db, plain = incident
+    n = plain["totals"]["hedged_races"]
+    md = run_cli("hedging", "--offline", *RANGE, "--format", "md", db=db).stdout
+    title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
+    assert f"(top {min(50, n)} of {n}; the JSON lists {min(100, n)}," in title, title

@@ -191,6 +191,10 @@ def test_quantities_have_separators_and_identifiers_none(demo):
     assert [identifier(c) for c in ("escrow", "epoch", "first_warned_height", "primary_nonce", "slot", "request",
                                     "requests", "preserved_slots", "rewarded_coins", "weight")] == \
         [True, True, True, True, True, True, False, False, False, False]
+    # a cPoC's phase heights: gen_start printed 6,218,235 beside trigger_height 6218215
+    assert all(identifier(c) for c in ("gen_start", "gen_end", "val_start", "val_end", "span_start"))
+    events = run_cli("epoch", "403", "--offline", "--format", "md", db=demo).stdout.split("Confirmation PoC events")[1]
+    assert re.search(r"\| \d{7} \| \d{7} \| \d{7} \| \d{7} \| \d{7} \|", events), events[:600]
     args = ["poc-overload", "403", "--offline", "--participant", STORY["victim"]]
     md = run_cli(*args, "--format", "md", db=demo).stdout
     assert "| 97342 |" in md and "| 1,015 |" in md and "| 8,233 |" in md

@@ -687,8 +687,8 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
-    title = (f"Hedged races, most waste first (top {RACE_TABLE_ROWS} of {in_range}; the JSON lists {RACES_LISTED}, "
-             "all with --all-races)") if not narrowed else (
+    title = (f"Hedged races, most waste first (top {min(RACE_TABLE_ROWS, in_range)} of {in_range}; the JSON lists "
+             f"{min(RACES_LISTED, in_range)}, all with --all-races)") if not narrowed else (
         f"Hedged races with {', '.join(sorted(labels))}, most waste first (of the network's {RACES_LISTED} most "
         f"wasteful of {in_range}; all with --all-races)")
     t_races = Table(title,

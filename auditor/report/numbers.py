@@ -8,7 +8,10 @@ both read it.
 
 from __future__ import annotations
 
-IDENTIFIERS = frozenset({"escrow", "epoch", "height", "nonce", "slot", "request", "id", "index", "port", "seed"})
+# start / end: a number marking where something starts or ends is a height or a position
+# (a cPoC's gen_start, val_end), never an amount
+IDENTIFIERS = frozenset({"escrow", "epoch", "height", "nonce", "slot", "request", "id", "index", "port", "seed",
+                         "start", "end"})
 
 
 def identifier(column: str | None) -> bool:
