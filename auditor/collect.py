@@ -142,10 +142,10 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
                 try:
                     reports.append(chain.collect_epoch(store, node, epoch, progress, refresh=refresh))
                 except SourceError as exc:
-                    if len(epochs) == 1:
-                        raise
-                    # one of several (history's last 7): the others are still collected, and
-                    # this one is said MISSING (exit 3)
+                    if len(epochs) == 1 and not (sources.accounting or sources.gateway_logs or sources.metrics):
+                        raise           # nothing else to collect: the one line
+                    # said MISSING (exit 3), and the other epochs and sources are still collected:
+                    # a node that is down loses no log or accounting given beside it
                     from .result import CollectReport
 
                     reports.append(CollectReport(f"chain epoch {epoch}", missing=[str(exc)]))

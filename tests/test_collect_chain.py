@@ -132,6 +132,17 @@ def test_all_nodes_down_exit_3(db):
     assert r.returncode == 3 and "no node answered" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_node_down_loses_no_log_given_beside_it(db):
+    """One --epoch whose node does not answer was an error that ended the run before the log
+    beside it was read: 0 lines stored. It is MISSING (exit 3) and the rest is collected."""
+    log = FIXTURES / "gateway-logs" / "section12.log"
+    r = run_cli("collect", "-e", "403", "--node", "http://127.0.0.1:9", "--timeout", "2", "--gateway-log", str(log),
+                db=db)
+    assert r.returncode == 3 and "Traceback" not in r.stderr
+    assert "chain epoch 403: MISSING no node answered" in r.stderr, r.stderr
+    assert count(db, "SELECT count(*) FROM log_events") == len(log.read_text().splitlines())
+
+
 def test_record_then_replay_gives_the_same_store(tmp_path, record_server):
     server = record_server(REC)
     rec_dir = tmp_path / "recorded"
