@@ -198,6 +198,10 @@ def test_the_kept_epochs_analyses_answer_as_before_from_kept_tables_worked_out_a
         assert _of_the_epoch(after[e]) == _of_the_epoch(before[e]), e
     assert after[406]["poc_overload"]["windows"]            # the comparison has something in it
     _kept_against_views(db)
+    # coverage counts the events the store holds now (it counted the dropped ones too)
+    loaded = after[406]["coverage"]["gateway_log"]["loaded"]
+    assert loaded["events"] == one(db, "SELECT count(*) FROM log_events") < before[406]["coverage"]["gateway_log"][
+        "loaded"]["events"]
 
 
 def test_collecting_after_a_prune_reads_no_dropped_line_back_and_follows_new_lines(multi, logs, tmp_path):
