@@ -134,7 +134,8 @@ def collect(store: Store, sources: Sources, epochs: list[int], progress: Progres
     with ExitStack() as stack:
         if sources.nodes:
             if not epochs:
-                raise UsageError("--node needs --epoch N: which epoch to collect from the chain")
+                raise UsageError("--node (or a --replay recording of a node) needs --epoch N: which epoch to "
+                                 "collect from the chain")
             from .sources import chain
 
             node = stack.enter_context(client(sources, sources.nodes, "chain"))

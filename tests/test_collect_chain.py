@@ -262,3 +262,12 @@ def test_an_unexpected_error_keeps_what_was_fetched(tmp_path, record_server):
     status, detail = count(db, "SELECT status, detail FROM coverage WHERE item = 'confirmation_poc_events'")
     assert status == "missing" and detail.startswith("internal error RuntimeError: boom")
     assert "hunter2" not in detail
+
+
+def test_a_recording_of_a_node_without_an_epoch_names_what_was_given(db):
+    """`collect --replay DIR` (a node's recording, no --epoch) said `--node needs --epoch N`, a
+    flag the user had not typed."""
+    r = run_cli("collect", "--replay", str(REC), db=db)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        "auditor: error: --node (or a --replay recording of a node) needs --epoch N"), r.stderr
