@@ -553,3 +553,13 @@ def test_property_the_streamed_rows_are_the_decoded_rows(recs):
     assert streamed == rows_of(data)
     assert text.rows == sum(map(len, streamed.values()))        # what MAX_ROWS bounds: every row stored
     assert seen["unknown"] == set()
+
+
+def test_collect_says_which_gateway_it_asks_before_waiting_for_it(tmp_path):
+    """A gateway that does not answer is retried for up to a minute; nothing was printed until
+    it had (the chain's collect says `reading from URL` first)."""
+    r = run_cli("collect", "-e", "403", "--replay", str(FIXTURES / "accounting" / "v5"), db=tmp_path / "a.duckdb")
+    assert r.returncode == 0, r.stderr
+    lines = [x.split("auditor: ", 1)[-1] for x in r.stderr.splitlines()]
+    asked = next(i for i, x in enumerate(lines) if x.startswith("accounting: reading the epoch list from http://127.0.0.1:"))
+    assert asked < next(i for i, x in enumerate(lines) if x.startswith("accounting: epochs"))

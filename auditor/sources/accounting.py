@@ -738,6 +738,9 @@ def collect(store: Store, client: JsonClient, epochs: list[int] | None, progress
     report = CollectReport(name)
     gateway = gateway or gateway_id(client.bases[0])
     listing: EpochsResponse | None = None
+    # said before asking, as the chain's collect does: a gateway that does not answer is
+    # retried for up to a minute, which was a minute of silence
+    progress.log(f"{name}: reading the epoch list from {', '.join(client.shown)}")
     listing_resp, err = _fetch(client, "/api/v1/epochs")
     if listing_resp is not None:
         raw = listing_resp.data.get("epochs") if isinstance(listing_resp.data, dict) else None
