@@ -370,3 +370,9 @@ def test_a_cross_host_redirect_records_the_final_url(db, hostile):
     assert one(db, "SELECT DISTINCT source_url FROM chain_performance") == elsewhere + SUMMARY
     assert one(db, "SELECT source_url FROM coverage WHERE item = 'epoch_performance_summary'") == elsewhere + SUMMARY
     assert one(db, "SELECT count(*) FROM chain_ml_nodes WHERE source_url LIKE ?", [front.url + "%"]) == 172
+
+
+def test_a_cut_string_is_said_once(db, hostile):
+    """Python's message for a cut string ends in "at": it read "starting at at char 6"."""
+    node = hostile({SUMMARY: lambda h, entry: send(h, 200, b'{"a": "abc')})
+    assert_summary_missing(db, collect(db, node.url), "malformed JSON (Unterminated string starting at char 6)")

@@ -432,7 +432,9 @@ class JsonClient:
                         try:
                             data = decode(answer.body if raw else answer.text)
                         except json.JSONDecodeError as exc:
-                            tried.append(Attempt(final, f"malformed JSON ({exc.msg} at char {exc.pos})"))
+                            # "Unterminated string starting at" already ends in "at"
+                            where = "" if exc.msg.endswith(" at") else " at"
+                            tried.append(Attempt(final, f"malformed JSON ({exc.msg}{where} char {exc.pos})"))
                             break
                         except RecursionError:
                             tried.append(Attempt(final, "malformed JSON (nested too deeply)"))
