@@ -270,7 +270,7 @@ class _Ingest:
         left = stream(rec, readinto, self.rows.writer(rec, head, size, mtime), self.progress,
                       block_size=self.block_size, vectorised=self.vectorised, final=final, total=total,
                       label=label, progress_pos=progress_pos)
-        self.progress.log(f"reading {os.path.basename(label) or label}: {rec.lines:,} lines")
+        self.progress.log(f"reading {label}: {rec.lines:,} lines")     # as given: two app.log of two folders apart
         return left
 
 
