@@ -420,3 +420,23 @@ def test_stdin_same_content_stored_once(tmp_path):
     assert "skipped stdin" in r.stderr
     assert q(db, "SELECT count(*) FROM log_events")[0][0] == 7
     assert q(db, "SELECT kind, path LIKE 'stdin:%', complete FROM log_files") == [("stdin", True, True)]
+
+
+def test_stdin_that_has_grown_stores_only_what_was_added(tmp_path):
+    """`docker logs gw | auditor collect --gateway-log -` again later: the stream starts with all
+    of the one read before, whose lines were stored a second time (121 rows for 81 lines)."""
+    db = tmp_path / "a.duckdb"
+    lines = (LOGS / "section12.log").read_bytes().splitlines(keepends=True)
+    assert collect(db, "-", stdin=b"".join(lines[:40])).returncode == 0
+    r = collect(db, "-", stdin=b"".join(lines))
+    assert r.returncode == 0 and "loaded log_events 41" in r.stderr, r.stderr
+    assert "starts with all of stdin:" in r.stderr
+    whole = tmp_path / "whole.duckdb"
+    assert collect(whole, "-", stdin=b"".join(lines)).returncode == 0
+    rows = "SELECT ts, name, request, escrow, nonce, fields::VARCHAR FROM log_events ORDER BY ALL"
+    assert q(db, rows) == q(whole, rows) and len(q(db, rows)) == 81
+    # line numbers go on where the earlier stream ended: evidence names the stream's own line
+    assert q(db, "SELECT min(line_no), max(line_no) FROM log_events WHERE file_id = 2")[0] == (41, 81)
+    # a stream that starts otherwise is read whole
+    r = collect(db, "-", stdin=b"".join(lines[1:]))
+    assert "loaded log_events 80" in r.stderr and "starts with all of" not in r.stderr

@@ -229,7 +229,15 @@ class _Ingest:
 
     # -- stdin ------------------------------------------------------------------------------
     def read_stdin(self, t: Target, src: BinaryIO) -> None:
+        """Store what stdin holds. The same content as a stdin read before is skipped; content
+        that starts with all of one read before (``docker logs gw | auditor collect
+        --gateway-log -`` again a day later) is stored from where that one ended: its earlier
+        lines were stored again each time."""
         h = hashlib.sha256()
+        before = [r for r in self.files.recs.values() if r.kind == "stdin" and r.complete and r.content_sha256]
+        cuts = sorted({r.byte_offset for r in before if r.byte_offset})
+        prefix: dict[int, str] = {}         # a length of a stdin read before -> the digest of as many first bytes
+        written = 0
         tmp = tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=".log", delete=False)
         try:
             with tmp:
@@ -237,8 +245,13 @@ class _Ingest:
                     b = src.read(1 << 20)
                     if not b:
                         break
+                    for cut in (c for c in cuts if written < c <= written + len(b)):
+                        at = h.copy()
+                        at.update(b[:cut - written])
+                        prefix[cut] = at.hexdigest()
                     h.update(b)
                     tmp.write(b)
+                    written += len(b)
             digest = h.hexdigest()
             rec = next((r for r in self.files.recs.values() if r.kind == "stdin" and r.content_sha256 == digest),
                        None)
@@ -249,6 +262,12 @@ class _Ingest:
             if rec is None:
                 rec = self.files.new(f"stdin:{digest[:16]}", "stdin")
                 rec.content_sha256 = digest
+                grown = [r for r in before if prefix.get(r.byte_offset) == r.content_sha256]
+                if grown:           # the longest stdin read before that this one starts with
+                    old = max(grown, key=lambda r: r.byte_offset)
+                    rec.byte_offset, rec.lines = old.byte_offset, old.lines
+                    self.run.note(f"stdin: starts with all of {old.path} ({old.lines:,} lines, stored then): "
+                                  f"read after its byte {old.byte_offset:,}")
             size = os.path.getsize(tmp.name)
             with open(tmp.name, "rb") as f:
                 head = f.read(HEAD_BYTES)
