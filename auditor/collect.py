@@ -113,14 +113,20 @@ def gateways(urls: list[str], names: dict[str, str] | None = None) -> dict[str, 
     return out
 
 
+# what the bases of a recording's subfolder are, as the line says when none answered
+ANSWERERS = {"chain": "node", "accounting": "gateway", "metrics": "metrics endpoint", "host": "host"}
+
+
 def client(sources: Sources, bases: list[str], record_subdir: str, **kw: Any):
-    """The shared HTTP client for ``bases``, recording under ``--record DIR/record_subdir``;
-    ``kw`` sets the rest (``burst``, and a test's ``clock`` and ``sleep``)."""
+    """The shared HTTP client for ``bases``, recording under ``--record DIR/record_subdir``
+    (``chain``, ``accounting-2``, ...: also what the bases are, ANSWERERS); ``kw`` sets the
+    rest (``burst``, and a test's ``clock`` and ``sleep``)."""
     from .sources.http import JsonClient
 
     record = sources.record / record_subdir if sources.record else None
-    return JsonClient(bases, rate_per_min=sources.rate, timeout=sources.timeout,
-                      retries=sources.retries, record_dir=record, **kw)
+    return JsonClient(bases, answerer=ANSWERERS.get(record_subdir.split("-", 1)[0], "server"),
+                      rate_per_min=sources.rate, timeout=sources.timeout, retries=sources.retries,
+                      record_dir=record, **kw)
 
 
 def collect(store: Store, sources: Sources, epochs: list[int], progress: Progress,

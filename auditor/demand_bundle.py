@@ -214,12 +214,11 @@ def fetch(source: str, timeout: float = 10.0) -> bytes:
     if source.startswith(("http://", "https://")):
         from .sources.http import JsonClient
 
-        with JsonClient([source], rate_per_min=0, timeout=timeout, retries=1) as client:
+        with JsonClient([source], answerer="server", rate_per_min=0, timeout=timeout, retries=1) as client:
             try:
                 return client.get_bytes("").data
-            except SourceError as exc:      # it says "no node": a bundle's server is no node
-                detail = str(exc).split(" (", 1)[1] if " (" in str(exc) else f"{exc})"
-                raise type(exc)(f"--bundle {source}: no answer ({detail}") from None
+            except SourceError as exc:
+                raise type(exc)(f"--bundle {source}: {exc}") from None
     p = Path(source)
     try:
         if p.stat().st_size > MAX_BUNDLE:

@@ -563,3 +563,10 @@ def test_collect_says_which_gateway_it_asks_before_waiting_for_it(tmp_path):
     lines = [x.split("auditor: ", 1)[-1] for x in r.stderr.splitlines()]
     asked = next(i for i, x in enumerate(lines) if x.startswith("accounting: reading the epoch list from http://127.0.0.1:"))
     assert asked < next(i for i, x in enumerate(lines) if x.startswith("accounting: epochs"))
+
+
+def test_a_gateway_that_does_not_answer_is_called_a_gateway(tmp_path):
+    """The line said "no node answered" of an accounting URL (a node is the chain's)."""
+    r = run_cli("collect", "--accounting", "http://127.0.0.1:9", "--timeout", "1", db=tmp_path / "a.duckdb")
+    assert r.returncode == 3, r.stderr
+    assert "accounting: MISSING epoch list: no gateway answered /api/v1/epochs (http://127.0.0.1:9/" in r.stderr, r.stderr

@@ -253,7 +253,7 @@ def test_a_bundle_by_url(split):
     # a server that does not answer: said of the bundle (it read "no node answered the request")
     r = run_cli("targets", "403", "--offline", "--bundle", f"{url}/gw0.parquet", db=split["third"])
     assert r.returncode == 3 and _one_error(r.stderr), r.stderr
-    assert f"auditor: error: --bundle {url}/gw0.parquet: no answer (" in r.stderr, r.stderr
+    assert f"auditor: error: --bundle {url}/gw0.parquet: no server answered the request (" in r.stderr, r.stderr
 
 
 def test_accounting_only_estimate_is_labelled_in_every_format(tmp_path):

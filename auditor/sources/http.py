@@ -308,6 +308,7 @@ class JsonClient:
     """GET JSON from the first of ``bases`` that answers it properly."""
 
     bases: list[str]
+    answerer: str = "node"      # what a base is, in the line said when none answered ("no node answered ...")
     rate_per_min: float = 20.0
     burst: int = 200
     timeout: float = 10.0
@@ -459,7 +460,8 @@ class JsonClient:
         if not_found is not None:
             raise NotFoundError(f"not found: {not_found}")
         detail = "; ".join(f"{a.url}: {a.outcome}" for a in tried)
-        raise SourceError(f"no node answered {target or 'the request'}" + (f" at height {height}" if height else "")
+        raise SourceError(f"no {self.answerer} answered {target or 'the request'}"
+                          + (f" at height {height}" if height else "")
                           + f" ({detail})")
 
     def _get(self, url: str, headers: dict[str, str]) -> _Answer:
