@@ -328,9 +328,10 @@ def _known_participant(store, address: str, epoch: int | None) -> None:
     found = store.query("participant_in_epoch", epoch=epoch, participant=address)[0]
     if found["of_epoch"] or not found["epoch_stored"]:
         return
-    if any(r["participant"] == address and r["from_logs"] for r in store.query("participants_stored")):
+    stored = store.query("participants_stored")
+    if any(r["participant"] == address and r["from_logs"] for r in stored):
         return
-    near = closest(store, address)
+    near = closest(address, stored)
     where = f"epoch {epoch}" if epoch is not None else "any stored epoch"
     raise UsageError(f"--participant {address} is no participant of {where}"
                      + (f"; the closest stored address is {near}" if near else "; no stored address is near it"))

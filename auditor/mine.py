@@ -45,11 +45,12 @@ def absent(store: Any, epoch: int | None, mine: Iterable[str]) -> list[str]:
 
     if epoch is None:
         return []
-    notes = []
+    notes, stored = [], None
     for a in sorted(set(mine)):         # what --participant's typo check asks (an epoch not stored: nothing)
         found = store.query("participant_in_epoch", epoch=epoch, participant=a)[0]
         if found["epoch_stored"] and not found["of_epoch"]:
-            near = closest(store, a)
+            stored = stored if stored is not None else store.query("participants_stored")
+            near = closest(a, stored)
             notes.append(f"--mine {a} is no participant of epoch {epoch} (excluded, new or gone): none of its "
                          "findings can be mine" + (f"; the closest stored address is {near}" if near else ""))
     return notes

@@ -25,10 +25,10 @@ def address(store: Any, text: str, flag: str = "--participant") -> str:
     return found[0]
 
 
-def closest(store: Any, text: str) -> str | None:
-    """The stored participant address nearest ``text`` (a typo of one), if one is near."""
+def closest(text: str, stored: list[dict[str, Any]]) -> str | None:
+    """The address of ``stored`` (queries/participants_stored.sql's rows) nearest ``text`` (a
+    typo of one), if one is near."""
     import difflib
 
-    near = difflib.get_close_matches(text, [r["participant"] for r in store.query("participants_stored")],
-                                     n=1, cutoff=0.8)
+    near = difflib.get_close_matches(text, [r["participant"] for r in stored], n=1, cutoff=0.8)
     return near[0] if near else None

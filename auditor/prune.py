@@ -52,7 +52,7 @@ class Pruned:
 
     def lines(self, setting: str = "--keep-epochs") -> list[str]:
         """The summary, one sentence a line: what was kept, what dropped, the store's size."""
-        from .analyses.targets import _ranges as epochs_text     # [403, 405, 406] as 403, 405..406
+        from .analyses.targets import epochs_text
 
         if self.cutoff is None:
             return [f"kept every epoch: the store holds {self.stored} ({epochs_text(self.kept)}), not more than "

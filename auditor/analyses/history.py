@@ -19,7 +19,7 @@ from ..result import FAIL_COLOUR, PASS_COLOUR, Chart, Finding, Result, Table, ra
 from . import cpoc
 from .context import Run
 from .frame import Arg, Call, Options, chart_label, epoch_state, option
-from .targets import _ranges, parse_epoch_range
+from .targets import epochs_text, parse_epoch_range
 
 KEY = "history"
 TITLE = "History"
@@ -95,17 +95,17 @@ def run(store: Any, epochs: tuple[int, ...], options: Options) -> Result:
         findings.extend(found)
         if row["verdict"] is None:
             unknown.append(f"epoch {epoch}: no performance summary of {address} (not active in that epoch)")
-    missing = [f"epochs not in the store: {_ranges(absent)} (their chain data: collect it with --node URL, "
+    missing = [f"epochs not in the store: {epochs_text(absent)} (their chain data: collect it with --node URL, "
                f"as auditor collect --epoch E does)"] if absent else []
     if not epochs:
         missing.append(f"no settled epoch with a performance summary of {address} is stored: give --node URL "
                        "(its last settled epochs are collected) or --epochs A..B")
     if unsettled:
-        unknown.append(f"epochs not settled yet: {_ranges(unsettled)} (their rewards may not be final)")
+        unknown.append(f"epochs not settled yet: {epochs_text(unsettled)} (their rewards may not be final)")
     data = {"participant": address, "first": epochs[0] if epochs else None, "last": epochs[-1] if epochs else None,
             "epochs": rows}
     header = [("participant", address),
-              ("epochs", _ranges(list(epochs)) if epochs else "none stored"),
+              ("epochs", epochs_text(list(epochs)) if epochs else "none stored"),
               ("failed", str(sum(1 for r in rows if r["verdict"] not in (None, "passed", "no_requests"))))]
     table = Table(f"{TITLE} of {address}", COLUMNS, [{**r, "findings": ", ".join(r["findings"])} for r in rows],
                   notes=[*missing, *unknown], priority=["epoch", "verdict", "missed", "critical_misses", "margin"],

@@ -480,10 +480,9 @@ def action_of(finding: Any) -> str | None:
 
     facts = _Facts({k: shown(k, v) for k, v in {**row, **ev}.items()
                     if v is not None and not isinstance(v, (dict, list))})
-    facts.update(subject=finding.subject.get("id"), model=finding.model or "…",
-                 # the run's range as its command takes it: epoch N, else --since/--until
-                 range=str(facts["epoch"]) if "epoch" in facts else f"--since {facts['since']} --until {facts['until']}"
-                 if "since" in facts and "until" in facts else "N")
+    # {range}: the run's range as its command takes it, epoch N, else --since/--until
+    span = f"--since {facts['since']} --until {facts['until']}" if {"since", "until"} <= facts.keys() else "N"
+    facts.update(subject=finding.subject.get("id"), model=finding.model or "…", range=facts.get("epoch", span))
     text = code.action.format_map(facts)
     for key, clause in code.when:
         if ev.get(key) not in (None, 0, False, "", [], {}):

@@ -526,13 +526,15 @@ def run_range(store: Store, first: int, last: int, options: Options | None = Non
     missing = [e for e in range(first, last + 1) if e not in stored]
     if missing:
         res.coverage.setdefault("missing", []).append(
-            f"epochs not in the store: {_ranges(missing)} (their demand is not counted)")
+            f"epochs not in the store: {epochs_text(missing)} (their demand is not counted)")
         res.complete = False
     res.data["epochs"] = {"first": first, "last": last, "stored": stored}
     return res
 
 
-def _ranges(xs: list[int]) -> str:
+def epochs_text(xs: list[int]) -> str:
+    """Sorted epochs as runs: ``[403, 405, 406, 407]`` -> ``403, 405..407`` (history's, targets'
+    and prune's lines)."""
     out, start = [], None
     for i, x in enumerate(xs):
         if start is None:

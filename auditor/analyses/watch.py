@@ -499,13 +499,14 @@ def run(store: Any, epoch: int, options: Options | None = None) -> Result:
     if mt.unavailable is not None:      # no verdict is known: the counts are unknown, not 0
         counts = dict.fromkeys(counts)
     data = {"epoch": epoch, "backtest": True, **counts, "notes": notes, "participants": out}
-    header = [("epoch", str(epoch))] + ([
-        ("zeroed by the miss test", f"{counts['zeroed']}: {counts['zeroed_warned']} warned before the end, "
-                                    f"{counts['zeroed_missed']} never warned"),
-        ("false warnings", f"{counts['false_warnings']} participant(s) warned and not zeroed "
-                           f"({counts['false_warning_readings']} warning reading(s))")] if mt.unavailable is None else [
-        ("zeroed by the miss test", "unknown: the settled verdicts are not stored"),
-        ("false warnings", "unknown: the settled verdicts are not stored")])
+    unknown = "unknown: the settled verdicts are not stored"
+    header = [("epoch", str(epoch)),
+              ("zeroed by the miss test", unknown if mt.unavailable is not None else
+               f"{counts['zeroed']}: {counts['zeroed_warned']} warned before the end, "
+               f"{counts['zeroed_missed']} never warned"),
+              ("false warnings", unknown if mt.unavailable is not None else
+               f"{counts['false_warnings']} participant(s) warned and not zeroed "
+               f"({counts['false_warning_readings']} warning reading(s))")]
     table = Table(title, list(BACKTEST_COLUMNS), out, notes=notes)
     return Result(KEY, title, data, [table], [], {"sources": ["watch", "chain"],
                                                   "missing": notes, "unknown": []},

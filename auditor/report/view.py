@@ -131,8 +131,6 @@ def _uncounted(v: Stream, level: int) -> Iterator[str]:
     yield "\n" + "  " * level + "]"
 
 
-
-
 def cell(v: Any, column: str | None = None) -> str:
     """One value as text: NULL shows as an em dash (unknown), never as 0, and an empty list
     as "none" (known to be empty), never as a blank. A number of a ``column`` that is no
