@@ -42,8 +42,9 @@ def _value(kind: str):
     if kind == "time":
         return st.integers(0, 10**9).map(
             lambda s: datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=s))
-    return st.lists(st.sampled_from(["the", "host", "missed", "requests", "because", "of", "load"]),
-                    min_size=4, max_size=30).map(" ".join)        # prose
+    return st.lists(st.sampled_from(["the", "host", "missed", "requests", "because", "of", "load",
+                                     "req-1789648596464179072-1533588", "2026-09-17T12:36:36.489000Z"]),
+                    min_size=4, max_size=30).map(" ".join)        # prose, an id or a time among its words
 
 
 KINDS = ["int", "decimal", "float", "address", "id", "time", "prose"]
@@ -73,18 +74,22 @@ def _notes(text: str) -> tuple[dict[str, str], set[str]]:
     return same, set(m.group(1).split(", ")) if m else set()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tables(), st.integers(40, 250), st.booleans(), st.sampled_from(["plain", "wide", "whole"]))
-def test_every_shown_number_or_id_cell_is_the_whole_value(drawn, width, colour, mode):
+def _drawn_at(table: Table, width: int, colour: bool = False, view: View = View()) -> str:
+    """``table`` as the terminal view draws it ``width`` columns wide, its colours taken out."""
     from rich.console import Console
 
-    table, kinds = drawn
     out = io.StringIO()
     console = Console(file=out, width=width, highlight=False, soft_wrap=False,
                       color_system="standard" if colour else None, force_terminal=colour)
-    view = View(wide=mode == "wide", whole=mode == "whole")
     print_table(Result("k", "k", {}, tables=[table]), view=view, console=console)
-    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(40, 250), st.booleans(), st.sampled_from(["plain", "wide", "whole"]))
+def test_every_shown_number_or_id_cell_is_the_whole_value(drawn, width, colour, mode):
+    table, kinds = drawn
+    text = _drawn_at(table, width, colour, View(wide=mode == "wide", whole=mode == "whole"))
     full = mode == "wide" or (mode == "whole" and "┏" not in text)     # addresses whole, else their label
     whole = {c: [cell(r[c], c) if full else _shown(r[c], c) for r in table.rows] for c in table.columns}
     if "┏" not in text:
@@ -103,19 +108,22 @@ def test_every_shown_number_or_id_cell_is_the_whole_value(drawn, width, colour, 
     if mode != "plain":
         assert shown == table.columns
     body = text.split("┩\n", 1)[1].split("└", 1)[0]
-    starts = []
+    rows = []               # each row's lines, as their cells
     for line in body.splitlines():
         cells = [x.strip() for x in line.split("│")[1:-1]]
         assert len(cells) == len(shown), (line, shown)
         if cells[0]:
-            starts.append(cells)
+            rows.append([cells])
         else:               # a prose cell's next line: every other cell empty
             assert all(not x for c, x in zip(shown, cells) if kinds[c] != "prose"), line
-    assert len(starts) == len(table.rows), text
-    for i, cells in enumerate(starts):
-        for c, x in zip(shown, cells):
+            rows[-1].append(cells)
+    assert len(rows) == len(table.rows), text
+    for i, lines in enumerate(rows):
+        for j, c in enumerate(shown):
             if kinds[c] != "prose":
-                assert x == whole[c][i], (c, x, whole[c][i], text)
+                assert lines[0][j] == whole[c][i], (c, lines[0][j], whole[c][i], text)
+            else:           # wrapped between its words, never inside one
+                assert " ".join(x[j] for x in lines).split() == whole[c][i].split(), (c, text)
 
 
 # -- through the CLI in a real terminal ------------------------------------------------------------
@@ -238,16 +246,6 @@ def test_an_empty_list_shows_as_none_and_an_unknown_as_a_dash(demo):
         "replacement_escrows", 1)[1].split("</tr>", 1)[0])
 
 
-def _drawn_at(table: Table, width: int, colour: bool = False) -> str:
-    from rich.console import Console
-
-    out = io.StringIO()
-    console = Console(file=out, width=width, highlight=False, soft_wrap=False,
-                      color_system="standard" if colour else None, force_terminal=colour)
-    print_table(Result("k", "k", {}, tables=[table]), console=console)
-    return re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
-
-
 @pytest.mark.parametrize("colour", [False, True])
 def test_a_sentence_wraps_between_words_and_never_cuts_one(colour):
     """A prose column is as wide as its longest word at least: a request id, a time or a path
@@ -284,11 +282,11 @@ def test_the_columns_that_tell_rows_apart_come_right_after_the_id():
 
 def test_a_replacement_escrow_is_an_id_and_no_count_is_a_blank(fixture_store, poc_store):
     """The escrow that replaced a deactivated one is an id: no thousands separators (the
-    deactivations showed `80,620` beside `80620`). A count by kind with nothing in it is
-    "none", not a blank cell."""
+    deactivations showed `80,620` beside `80620`). The accounting's per-escrow table names its
+    slot ids so (`slots` was the count in the log's table) and has no blank cell."""
     md = run_cli("remints", "396", "--offline", "--format", "md", db=fixture_store[0]).stdout
-    head, rows = md.split("| replacement_escrow |", 1)
-    assert "| 80620 |" in rows.split("\n\n")[0] and "80,620" not in md
+    deactivations = md.split("| replacement_escrow |", 1)[1].split("\n\n")[0]
+    assert "| 80620 |" in deactivations and "80,620" not in md
     acct = run_cli("poc-overload", "403", "--offline", "--format", "md", db=poc_store).stdout
     table = acct.split("Per escrow, accounting API", 1)[1].split("\n\n")[1]
     assert "| slot_ids |" in table.splitlines()[0] and "|  |" not in table and " | |" not in table, table
