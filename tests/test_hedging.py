@@ -622,3 +622,10 @@ def test_the_race_list_title_counts_what_there_is(incident):
     md = run_cli("hedging", "--offline", *RANGE, "--format", "md", db=db).stdout
     title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
     assert f"(top {min(50, n)} of {n}; the JSON lists {min(100, n)}," in title, title
+    # narrowed to a host: how many of those are its races
+    label = plain["hosts"][0]["label"]
+    md = run_cli("hedging", "--offline", *RANGE, "--participant", label, "--format", "md", db=db).stdout
+    title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
+    section = md.split(title, 1)[1].split("\n## ", 1)[0]
+    shown = [x for x in section.splitlines() if x.startswith("| ") and not x.startswith("| ---")][1:]
+    assert f"most waste first ({len(shown)} of the network's {min(100, n)} most wasteful of {n};" in title, title

@@ -687,10 +687,11 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
+    listed_n = min(RACES_LISTED, in_range)          # the races the JSON lists, most waste first
     title = (f"Hedged races, most waste first (top {min(RACE_TABLE_ROWS, in_range)} of {in_range}; the JSON lists "
-             f"{min(RACES_LISTED, in_range)}, all with --all-races)") if not narrowed else (
-        f"Hedged races with {', '.join(sorted(labels))}, most waste first (of the network's {RACES_LISTED} most "
-        f"wasteful of {in_range}; all with --all-races)")
+             f"{listed_n}, all with --all-races)") if not narrowed else (
+        f"Hedged races with {', '.join(sorted(labels))}, most waste first ({len(race_rows)} of the network's "
+        f"{listed_n} most wasteful of {in_range}; all with --all-races)")
     t_races = Table(title,
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
