@@ -38,7 +38,10 @@ class Progress:
             self._console.log(terminal(msg))
         else:
             stamp = utc_text(datetime.now(timezone.utc), "seconds")
-            print(f"{stamp} auditor: {plain(msg)}", file=sys.stderr, flush=True)
+            # one write, its newline in it: print() writes the line and its end apart, and a
+            # Ctrl-C between the two left the line open for "auditor: interrupted" to join
+            sys.stderr.write(f"{stamp} auditor: {plain(msg)}\n")
+            sys.stderr.flush()
 
     def track(self, items: Iterable[T], what: str, total: int | None = None) -> Iterator[T]:
         items = list(items) if total is None else items

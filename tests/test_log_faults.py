@@ -285,3 +285,33 @@ def test_over_long_lines_are_rejected_line_by_line(tmp_path):
     assert q(db, "SELECT line_no FROM log_events ORDER BY 1") == [(1,), (2,), (5,), (7,)]
     assert q(db, "SELECT reason, lines FROM log_rejects") == [("line_too_long", 3)]
     assert q(db, "SELECT lines, byte_offset FROM log_files")[0] == (7, log.stat().st_size)
+
+
+def test_a_progress_line_is_written_whole_with_its_newline(monkeypatch):
+    """Off a terminal a progress line is one write, its newline in it: print() wrote the line and
+    its end apart, and a Ctrl-C between the two left 'reading x.gz ...auditor: interrupted' on
+    one line (seen once in test_ctrl_c_exits_130 on a fresh machine)."""
+    import io
+    import sys
+
+    from auditor.progress import Progress
+
+    class Writes(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[str] = []
+
+        def write(self, s: str) -> int:
+            self.calls.append(s)
+            return super().write(s)
+
+        def isatty(self) -> bool:
+            return False
+
+    err = Writes()
+    monkeypatch.setattr(sys, "stderr", err)
+    p = Progress(quiet=False)
+    p.log("reading gw.log.1.gz ...")
+    with p.task("indexing", None):
+        pass
+    assert err.calls and all(c.endswith("\n") and c.count("\n") == 1 for c in err.calls), err.calls
