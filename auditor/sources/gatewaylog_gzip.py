@@ -36,7 +36,10 @@ def gunzip(f: BinaryIO, step: int = 1 << 20) -> Iterator[tuple[bytes, bool]]:
         buf = d.unconsumed_tail
         if d.eof:
             yield out, True
-            buf, d, started = d.unused_data + buf, zlib.decompressobj(31), False
+            # what follows the member is unused_data alone: when the output limit and the member's
+            # end meet, zlib leaves the same bytes in unconsumed_tail too (fed twice, a later
+            # member's lines were stored twice, or the stream grew without end)
+            buf, d, started = d.unused_data, zlib.decompressobj(31), False
         elif out:
             yield out, False
 
