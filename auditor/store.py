@@ -638,6 +638,12 @@ class Store:
                 raise StoreError(f"no table {table} in the store")
         return self._types[table]
 
+    def key_columns(self, table: str) -> list[str]:
+        """The columns of ``table``'s primary key ([] without one)."""
+        row = self.con.execute("SELECT constraint_column_names FROM duckdb_constraints() WHERE table_name = ? "
+                               "AND constraint_type = 'PRIMARY KEY'", [table]).fetchone()
+        return list(row[0]) if row else []
+
     # -- named queries ----------------------------------------------------------
     def query(self, name: str, **params: Any) -> list[dict[str, Any]]:
         """Run ``queries/<name>.sql`` with ``$param`` placeholders; rows as dicts."""

@@ -345,6 +345,24 @@ def test_malformed_json_and_unlisted_epoch_are_missing_and_the_rest_is_stored(db
         (999, "epoch_summary", "missing"), (999, "participants", "missing")]
 
 
+def test_a_null_count_is_absent_not_an_internal_error(db, tmp_path):
+    """JSON null for an integer (the epoch index, a count): pydantic raised a TypeError for a
+    bound on an Optional, which no shape check caught: 'internal error', nothing stored, and the
+    gateway log given in the same run never read."""
+    answer = body(V5, "/api/v1/epochs/403/participants")
+    answer["epoch_index"] = None
+    answer["participants"][0]["assigned_nonces"] = None
+    rec = write_recording(tmp_path / "nulls", [
+        {"path": "/api/v1/epochs", "body": body(V5, "/api/v1/epochs")},
+        {"path": "/api/v1/epochs/403/participants", "body": json.dumps(answer)},
+    ])
+    log = FIXTURES / "gateway-logs" / "section12.log"
+    r = run_cli("collect", "--replay", str(rec), "--epoch", "403", "--gateway-log", str(log), db=db)
+    assert r.returncode == 0 and "internal error" not in r.stderr, r.stderr
+    assert one(db, "SELECT count(*) FROM acct_participants WHERE epoch = 403") == len(answer["participants"])
+    assert one(db, "SELECT count(*) FROM log_events") == 81
+
+
 def test_503_then_200_is_retried(db, tmp_path):
     listing = body(V5, "/api/v1/epochs")
     listing["epochs"] = listing["epochs"][1:]

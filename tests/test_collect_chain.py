@@ -107,6 +107,23 @@ def test_malformed_json_is_one_clear_line_exit_3_and_the_rest_is_stored(db, tmp_
     assert count(db, "SELECT status FROM coverage WHERE item = 'epoch_performance_summary'") == "missing"
 
 
+def test_a_participant_listed_twice_loses_that_table_only(db, tmp_path, record_server):
+    """A performance summary listing one participant twice failed the epoch's one write on the
+    table's key: 'internal error', and nothing of the epoch stored."""
+    rec = copy_recording(tmp_path)
+    f = entry_for(rec, f"{API}/epoch_performance_summary/403")
+    e = json.loads(f.read_text())
+    body = json.loads(e["body"])
+    body["epochPerformanceSummary"].append(dict(body["epochPerformanceSummary"][0]))
+    e["body"] = json.dumps(body)
+    f.write_text(json.dumps(e))
+    r = run_cli("collect", "-e", "403", "--node", record_server(rec).url, db=db)
+    assert r.returncode == 3 and "internal error" not in r.stderr, r.stderr
+    assert "not stored: the answer lists" in r.stderr and "twice" in r.stderr
+    assert count(db, "SELECT count(*) FROM chain_performance") == 0
+    assert count(db, "SELECT count(*) FROM chain_ml_nodes") == 172 and count(db, "SELECT count(*) FROM chain_epochs") == 1
+
+
 def test_unexpected_shape_is_missing_not_a_crash(db, tmp_path, record_server):
     rec = copy_recording(tmp_path)
     f = entry_for(rec, f"{API}/excluded_participants/403")

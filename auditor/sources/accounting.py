@@ -113,11 +113,20 @@ UINT64_MAX = 2**64 - 1
 # counts are uint64 on the wire and UBIGINT in the store: out of range is a shape error
 # (integers only in the wire's decimal form: wire_int)
 WireInt = BeforeValidator(wire_int)
-Count = Annotated[Optional[int], WireInt, Field(ge=0, le=UINT64_MAX)]
+# the bounds apply to the integer, not to the Optional: a JSON null is absent (None), which a
+# bound on the Optional rejected with a TypeError pydantic does not turn into a ValidationError
+
+
+def _bounded(lo: int, hi: int) -> Any:
+    """An optional wire integer in [lo, hi]: null is absent."""
+    return Annotated[Optional[Annotated[int, Field(ge=lo, le=hi)]], WireInt]
+
+
+Count = _bounded(0, UINT64_MAX)
 CountMap = Annotated[Optional[dict[str, Annotated[int, WireInt, Field(ge=0, le=UINT64_MAX)]]],
                      BeforeValidator(_count_map)]
-SlotId = Annotated[Optional[int], WireInt, Field(ge=0, le=2**63 - 1)]  # a BIGINT column
-Version = Annotated[Optional[int], WireInt, Field(ge=-2**31, le=2**31 - 1)]  # an INTEGER column
+SlotId = _bounded(0, 2**63 - 1)  # a BIGINT column
+Version = _bounded(-2**31, 2**31 - 1)  # an INTEGER column
 Str = Annotated[str, BeforeValidator(_none_to_empty_str)]
 Time = Annotated[Optional[datetime], WrapValidator(_lenient_time)]
 
@@ -219,7 +228,7 @@ class SlotRecord(_Totals):
 
 class EpochSummary(_Totals):
     updated_at: Time = None
-    epoch_index: Annotated[Optional[int], WireInt, Field(ge=0, le=2**63 - 1)] = None  # stored as the BIGINT epoch
+    epoch_index: _bounded(0, 2**63 - 1) = None  # stored as the BIGINT epoch
     cross_check_errors: Count = None
     recording_errors: Count = None               # v2-v3
     writer_errors: Count = None                  # v2-v3

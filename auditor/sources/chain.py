@@ -862,6 +862,18 @@ def _drop_unstorable(store: Store, run: _Run) -> None:
                 run.missing(table, f"not stored: {bad[0]} = {bad[1]} is out of the {types[bad[0]]} range")
                 rows.clear()
                 break
+        # an answer listing one key twice (a participant in a summary twice) would fail the whole
+        # epoch's write on the table's key: that table is missing, the others are stored
+        key = store.key_columns(table)
+        seen: set[tuple] = set()
+        for row in rows if key else []:
+            k = tuple(row.get(c) for c in key)
+            if k in seen:
+                run.missing(table, "not stored: the answer lists " + ", ".join(f"{c} = {v!r}" for c, v in zip(key, k)
+                                                                               if c != "epoch") + " twice")
+                rows.clear()
+                break
+            seen.add(k)
 
 
 def _write(store: Store, run: _Run) -> None:
