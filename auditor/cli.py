@@ -295,6 +295,11 @@ def _analyse(a, call, sources, out: Output) -> None:
         from .report.collect_report import print_incomplete
 
         print_incomplete(result, sources.offline)
+    elif out.fail_on and out.fmt == "csv" and not result.parts and result.failing(out.fail_on):
+        # a command's CSV is its first table, without its findings: the exit 1 says why here
+        from .daily import print_findings
+
+        print_findings(result, out.fail_on)
     raise typer.Exit(code or result.exit_code(out.fail_on))
 
 

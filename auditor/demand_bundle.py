@@ -352,12 +352,24 @@ def merge(contributions: Sequence[Contribution], epochs: Sequence[int]) -> tuple
             key = (c.gateway, w["epoch"], w["window"])
             if key not in chosen or rank(c) > rank(chosen[key][0]):
                 chosen[key] = (c, w)
+    # one gateway's data under two names (a bundle exported twice with two --name, or beside the
+    # store's own logs): the same per-second steps in a window, which two gateways' traffic never
+    # gives; counted once, under the store's own logs or the first name
     by_window: dict[tuple[int, str], list[tuple[Contribution, dict]]] = {}
-    for (_, e, name), cw in sorted(chosen.items(), key=lambda kv: kv[0]):
+    same_as: dict[tuple[str, int, str], str] = {}       # (gateway, epoch, window) -> the gateway counted
+    seen: dict[tuple[int, str, str], str] = {}
+    for (gw, e, name), cw in sorted(chosen.items(), key=lambda kv: (kv[1][0].created_at is not None, kv[0])):
+        series = _series(cw[1])
+        if series is not None and (e, name, series) in seen:
+            same_as[(gw, e, name)] = seen[(e, name, series)]
+            continue
+        if series is not None:
+            seen[(e, name, series)] = gw
         by_window.setdefault((e, name), []).append(cw)
+    by_window = {k: by_window[k] for k in sorted(by_window)}
     report = []
     for c in contributions:
-        counted, superseded, outside = [], [], 0
+        counted, superseded, duplicate, outside = [], [], [], 0
         for w in c.windows:
             if w["epoch"] not in epochs:
                 outside += 1
@@ -367,10 +379,26 @@ def merge(contributions: Sequence[Contribution], epochs: Sequence[int]) -> tuple
             lo, hi = w["covered"]
             entry = {"epoch": w["epoch"], "window": w["window"], "covered_from": lo, "covered_to": hi,
                      "covered_share": round((hi - lo).total_seconds() / max(1e-9, (w["end"] - w["start"]).total_seconds()), 4)}
-            (counted if chosen[(c.gateway, w["epoch"], w["window"])][0] is c else superseded).append(entry)
+            key = (c.gateway, w["epoch"], w["window"])
+            if chosen[key][0] is not c:
+                superseded.append(entry)
+            elif key in same_as:
+                duplicate.append({**entry, "same_as": same_as[key]})
+            else:
+                counted.append(entry)
         report.append({"gateway": c.gateway, "gateway_basis": c.gateway_basis, "source": c.source,
                        "created_at": c.created_at, "tool_version": c.meta.get("tool_version"),
                        "content_sha256": c.meta.get("content_sha256"),
                        "per_10000": c.meta.get("per_10000"), "windows_counted": counted,
-                       "windows_superseded": superseded, "windows_outside_epochs": outside})
+                       "windows_superseded": superseded, "windows_same_as_another": duplicate,
+                       "windows_outside_epochs": outside})
     return by_window, report
+
+
+def _series(w: Mapping[str, Any]) -> tuple | None:
+    """A window's demand as a value two windows share only when they hold the same data: its
+    coverage and each model's attempts and per-second steps (None: no attempt in it)."""
+    if not w["models"]:
+        return None
+    return (w["covered"], tuple(sorted((m, d["attempts"], d["initial"], tuple(map(tuple, d["steps"])))
+                                       for m, d in w["models"].items())))

@@ -4,7 +4,8 @@
 -- minutes apart, from at or before its start to at or after its end. (The first and last
 -- line of all the logs would let two files days apart, or two stray lines, cover every
 -- window between them; lines with impossible times are rejected at ingestion,
--- implausible_time.)
+-- implausible_time.) covered_from, covered_to: the part of the window the stretches cover at its
+-- ends; stretches: how many stretches of lines meet it (more than one: gaps inside).
 -- Reads: chain_windows, log_events.
 WITH w AS (
     SELECT * FROM chain_windows
@@ -27,7 +28,15 @@ stretches AS (
 SELECT w.window, w.start_time AS start, w.end_time AS "end",
        count(e.ts) AS lines, min(e.ts) AS first_line, max(e.ts) AS last_line,
        EXISTS (SELECT 1 FROM stretches s WHERE s.first_ts <= w.start_time AND s.last_ts >= w.end_time)
-           AS fully_covered
+           AS fully_covered,
+       -- where the stretches cover the window from: its start when one reaches over it (a quiet
+       -- minute after the start is no gap), else its first line; likewise to its end
+       CASE WHEN EXISTS (SELECT 1 FROM stretches s WHERE s.first_ts <= w.start_time AND s.last_ts >= w.start_time)
+            THEN w.start_time ELSE min(e.ts) END AS covered_from,
+       CASE WHEN EXISTS (SELECT 1 FROM stretches s WHERE s.first_ts <= w.end_time AND s.last_ts >= w.end_time)
+            THEN w.end_time ELSE max(e.ts) END AS covered_to,
+       (SELECT count(*) FROM stretches s WHERE s.first_ts <= w.end_time AND s.last_ts >= w.start_time)
+           AS stretches
 FROM w
 LEFT JOIN log_events e ON e.ts >= w.start_time AND e.ts <= w.end_time
 GROUP BY w.window, w.start_height, w.start_time, w.end_time

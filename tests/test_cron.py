@@ -64,6 +64,9 @@ def test_a_quiet_cron_run_that_succeeds_prints_nothing_and_reports_the_latest_se
     m = _metrics(prom.read_text())
     assert [s.value for s in m["auditor_report_complete"]] == [1]
     assert [s.value for s in m["auditor_report_epoch"]] == [403]
+    # complete, and yet the demo's log covers 1.5 h of the epoch: its wasted seconds are a part's;
+    # the textfile says which windows the logs cover whole (cpoc:0 they do, the epoch they do not)
+    assert _by(m["auditor_gateway_log_window_covered"], "epoch", "window") == {("403", "epoch"): 0, ("403", "cpoc:0"): 1}
 
 
 def test_exit_1_puts_each_failing_finding_on_stderr(cron_run):

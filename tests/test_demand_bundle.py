@@ -160,6 +160,32 @@ def test_the_same_gateways_windows_count_once(split, tmp_path):
     assert len(new["windows_counted"]) == 2
 
 
+def test_one_gateways_data_under_two_names_counts_once(split, tmp_path):
+    """The same log exported again under another --name (or a bundle of the store's own logs):
+    its windows hold the very same per-second demand, which two gateways never give; it was
+    summed twice, doubling the demand a governance proposal is sized from."""
+    renamed = tmp_path / "renamed.parquet"
+    r = run_cli("export", "demand", "--epochs", "403..403", "--out", str(renamed), "--name", "another-name",
+                db=split["store0"])
+    assert r.returncode == 0, r.stderr
+    once = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]), db=split["third"])
+    both = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]),
+                    "--bundle", str(renamed), db=split["third"])
+    assert _demand(both) == _demand(once)
+    counted, same = sorted(both["demand_sources"]["gateways"], key=lambda g: g["gateway"] != "another-name")
+    assert len(counted["windows_counted"]) == 2 and not counted["windows_same_as_another"]
+    assert not same["windows_counted"] and {w["same_as"] for w in same["windows_same_as_another"]} == {"another-name"}
+    assert any("under two names, counted once" in n for n in both["notes"])
+    # the store's own logs and a bundle of them: the store's count
+    own = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]), db=split["store0"])
+    alone = run_json("targets", "403", "--offline", "-f", "json", db=split["store0"])
+    assert _demand(own) == _demand(alone)
+    # two gateways' different data still add up
+    two = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]),
+                   "--bundle", str(split["bundle1"]), db=split["third"])
+    assert all(g["windows_counted"] and not g["windows_same_as_another"] for g in two["demand_sources"]["gateways"])
+
+
 def test_a_bundle_the_chain_does_not_know_is_refused(split, tmp_path):
     c = db_.load(str(split["bundle0"]))
     rows = pq.read_table(split["bundle0"]).to_pylist()
@@ -272,6 +298,15 @@ def test_accounting_only_estimate_is_labelled_in_every_format(tmp_path):
     assert _model(d)["peak_inflight"] is None and _model(d)["demand_weight"] is None    # never mixed in
     [p] = [p for p in d["proposal"]["models"] if p["model_id"] == DS]
     assert p["demand_basis"].startswith("estimated from accounting") and p["demand_weight"] == m["estimated_demand_weight"]
+    # its caveat says the measured D_m is unknown and the proposal's is this estimate (it said
+    # "D_m ... unknown" beside the estimated D_m), and that the API counts 2 of the 3 preserved
+    # hosts' misses (one has no record): the 975 a lower bound
+    [caveat] = [u for u in d["coverage"]["unknown"] if u.startswith(f"{DS}: ")]
+    assert "the measured D_m and a suggested target from it are unknown" in caveat, caveat
+    assert (f"the proposal's D_m {m['estimated_demand_weight']:,}, and its suggested target, are estimated from the "
+            "accounting API") in caveat, caveat
+    assert "took 975 misses" in caveat and "at least: the API has 2 of its 3 preserved hosts" in caveat, caveat
+    assert d["coverage"]["sources"] == ["chain", "gateway_log", "accounting"]
     d2 = run_json("targets", "403", "--offline", "-f", "json", "--assume-latency", "20", db=db)
     assert d2["network_estimate"]["models"][DS]["mean_inflight"] == pytest.approx(2 * m["mean_inflight"], abs=1e-3)
     assert "--assume-latency" in d2["network_estimate"]["models"][DS]["latency_basis"]
@@ -281,6 +316,8 @@ def test_accounting_only_estimate_is_labelled_in_every_format(tmp_path):
         assert "est_mean_inflight" in out.stdout, fmt
         if fmt != "csv":
             assert "ESTIMATED" in out.stdout and "not a peak" in out.stdout, fmt
+        # the candidates' implied weights are per model, in each model's units: never summed in a table
+        assert "implied_preserved_weight" not in out.stdout and "implied preserved" not in out.stdout, fmt
     # at 80 columns the proposal's demand_basis column is left out; its estimated D_m still says so
     from test_reports import on_a_terminal
 

@@ -110,6 +110,7 @@ def test_totals_and_decisions(incident):
     _, rep = incident
     t = rep["totals"]
     assert (t["races"], t["attempts"], t["cache_hits"], t["user_requests"]) == (93, 165, 22, 115)
+    assert not any(n.startswith("no cache line") for n in rep["notes"])          # this gateway logs its cache
     assert t["attempts_per_request"] == pytest.approx(165 / 93, abs=1e-4)
     assert t["wasted_seconds"] == pytest.approx(sum(h["wasted_ms"] for h in TRUTH["hosts"]) / 1000, abs=1e-3)
     assert 0.3 < t["wasted_seconds_share"] < 0.6 and t["time_resolution"] == "sub-second"
@@ -372,6 +373,37 @@ def test_epoch_report_has_the_hedging_section(demo):
 # 7.5 s), F started at 5,050 ms wins (winner_selected at 5,220 ms): a rescue.
 def _cf(report, name):
     return next(c for c in report["counterfactuals"] if c["remedy"] == name)
+
+
+def test_the_tables_say_where_their_sums_part(demo):
+    """A reader adding the per-decision races_started (121) gets fewer than the hedged races (137),
+    and cancel_losers saves more seconds (3,697) than were wasted (3,521): each table says why."""
+    rep = run_json("hedging", "403", "--offline", "--format", "json", db=demo)
+    started = sum(d["races_started"] for d in rep["decisions"])
+    later = rep["totals"]["hedged_races"] - started
+    assert later > 0
+    text = " ".join(run_cli("hedging", "403", "--offline", "--format", "md", db=demo).stdout.split())
+    assert (f"races_started: races whose decision started an extra attempt, {started:,} of the "
+            f"{rep['totals']['hedged_races']:,} hedged; the other {later:,} have a secondary") in text
+    assert f"rescues and wasted_seconds count the races_started only (the totals: {rep['totals']['rescues']:,} " in text
+    # the predictability table's losses are those no rescue explains: fewer than the hosts table's
+    assert "losses: a host's losses as primary that no rescue explains" in text
+    pred = {h["label"]: h["losses"] for h in rep["predictability"]["hosts"]}
+    assert all(pred[h["label"]] == h["primary_losses"] - h["primary_rescued"] for h in rep["hosts"] if h["label"] in pred)
+    # with --participant the header's figures stay the network's, and say so
+    victim = rep["hosts"][0]["host"]
+    narrowed = " ".join(run_cli("hedging", "403", "--participant", victim, "--offline", "--format", "md",
+                                db=demo).stdout.split())
+    assert "the network's, every host's; --participant" in narrowed and "the network's" not in text
+    # the demo's gateway logs no cache line: its 0 cache hits are none logged, not none served
+    assert "no cache line logged)" in text and rep["totals"]["cache_hits"] == 0
+    assert any(n.startswith("no cache line (gateway_cache_hit, _miss, _stored) in the logs read") for n in rep["notes"])
+    # the demo's lines are timed to the whole second: a ttft of 0 ms beside a receipt of 453 ms
+    assert rep["totals"]["time_resolution"] == "second"
+    assert "ttft_ms: started -&gt; first_token from lines timed to the whole second: each within ±1,000 ms" in text
+    [cancel] = [c for c in rep["counterfactuals"] if c["remedy"] == "cancel_losers"]
+    assert cancel["attempt_seconds_saved"] > rep["totals"]["wasted_seconds"]
+    assert any("in rescued races too" in a and "can exceed them" in a for a in cancel["assumptions"])
 
 
 def test_speed_aware_primary_by_hand(small):

@@ -86,7 +86,7 @@ def test_history_collects_each_epoch_and_gives_a_row_each(recording, tmp_path):
     for row in rows.values():       # the margin is what the whole epoch's test allowed, minus the misses
         assert row["margin"] == row["critical_misses"] - row["missed"]
         assert set(row) == {"epoch", "verdict", "total", "missed", "critical_misses", "margin", "p0",
-                            "rewarded_coins", "preserved", "misses_in_cpoc_windows", "findings"}
+                            "rewarded_coins", "preserved", "misses_in_cpoc_windows", "misses_in_cpoc_windows_is", "findings"}
     assert rows[403]["critical_misses"] == 176 and rows[403]["rewarded_coins"] == 0
     assert rows[400]["rewarded_coins"] == 16000000000000 and rows[400]["findings"] == []
     assert rows[402]["findings"] == ["reward_zeroed_miss_test"]
@@ -145,3 +145,23 @@ def test_history_on_the_real_recorded_summaries_says_what_they_allow(tmp_path):
     assert out["epochs"] == [] and out["coverage"]["missing"][0].startswith("epochs not in the store: 51..56")
     assert [line.split(":")[0] for line in r.stderr.splitlines() if "MISSING" in line] == [
         f"chain epoch {e}" for e in range(51, 57)]                 # each epoch it could not get, by number
+
+
+def test_misses_in_cpoc_windows_that_the_logs_cover_in_part_say_they_are_a_lower_bound(tmp_path):
+    """A host preserved in six windows, four of which no log covers: history printed its 0 misses
+    in cPoC windows as a plain 0 with no caveat, where poc-overload calls it a lower bound."""
+    poc = FIXTURES / "poc-overload"
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(poc / "chain"), "--replay", str(poc / "accounting"),
+                "--gateway-log", str(poc / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    host = "gonka1kx9mca3xm8u8ypzfuhmxey66u0ufxhs7nm6wc5"
+    out = json.loads(run_cli("history", host, "--epochs", "403..403", "--offline", "--format", "json", db=db).stdout)
+    [row] = out["epochs"]
+    assert row["misses_in_cpoc_windows"] == 0
+    assert row["misses_in_cpoc_windows_is"].startswith("a lower bound: no evidence for cpoc:0 MiniMaxAI/MiniMax-M2.7")
+    assert any(u.startswith("epoch 403: misses_in_cpoc_windows 0 is a lower bound") for u in out["coverage"]["unknown"])
+    # said once: under the table, not again among the caveats at the end
+    for fmt in ("table", "md", "html"):
+        text = run_cli("history", host, "--epochs", "403..403", "--offline", "--format", fmt, db=db).stdout
+        assert text.count("is a lower bound: no evidence for cpoc:0") == 1, fmt

@@ -96,6 +96,56 @@ def test_unrecoverable_hold_after_runner_prepare_failed_is_legitimate_on_the_log
     assert causes(report)[41711] == "replacement_legitimate"
 
 
+def test_a_mid_day_collect_ending_at_an_exhaustion_counts_no_deactivation(tmp_path):
+    """A cron's collect whose log ends at 41703's 'gateway_replacing_exhausted_escrow' (the hold
+    that answers it comes on the next line): it was a deactivation of unknown class with a
+    'balance at least 49,036,160'; the gateway held it and it never ended. Once the next lines
+    are read, the hold is there and still no deactivation."""
+    d = tmp_path / "fx"
+    shutil.copytree(HERE, d)
+    whole = (d / "gateway.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = next(i for i, ln in enumerate(whole) if "gateway_replacing_exhausted_escrow" in ln and "41703" in ln) + 1
+    (d / "gateway.log").write_text("".join(whole[:cut]), encoding="utf-8")
+    rep = remints(tmp_path / "a.duckdb", d)
+    assert 41703 not in deactivations(rep)
+    assert any("ran out on a request just before the logs read end (41703)" in u for u in rep["coverage"]["unknown"])
+    (d / "gateway.log").write_text("".join(whole), encoding="utf-8")          # the day goes on
+    later = remints(tmp_path / "a.duckdb", d)
+    assert 41703 not in deactivations(later) and holds(later)[41703]
+    assert not any("just before the logs read end" in u for u in later["coverage"]["unknown"])
+
+
+# a request too large for 41713 at 10:30, answered by a replacement at once (no hold): on a gateway
+# that holds escrows, the sign of a balance below the release balance (gateway-logs.md 14.2)
+REPLACED_AT_ONCE = """\
+2026-10-08T10:30:00.000000000Z 2026/10/08 10:30:00 request=req-1791455400000000000-2000099 stage=runner_started escrow=41713 input_tokens=1000000 model=MiniMaxAI/MiniMax-M2.7
+2026-10-08T10:30:00.010000000Z 2026/10/08 10:30:00 request=req-1791455400000000000-2000099 stage=runner_prepare_failed escrow=41713 error="prepare: local apply: mandatory start inference: insufficient escrow balance"
+2026-10-08T10:30:00.020000000Z 2026/10/08 10:30:00 escrow_balance_exhausted escrow=41713
+2026-10-08T10:30:00.030000000Z 2026/10/08 10:30:00 gateway_replacing_exhausted_escrow escrow=41713
+2026-10-08T10:30:00.040000000Z 2026/10/08 10:30:00 escrow_depletion_deactivated escrow=41713 reason="balance_exhausted" deactivated_in_store=true settlement_due=true
+2026-10-08T10:30:04.000000000Z 2026/10/08 10:30:04 escrow_rotation_created role=regular epoch=417 model="MiniMaxAI/MiniMax-M2.7" escrow=41714 tx_hash=777777777777777777777777777777777777777777777777777777770000A2F9
+2026-10-08T10:30:04.010000000Z 2026/10/08 10:30:04 escrow_depletion_replacement_created old_escrow=41713 new_escrow=41714 model="MiniMaxAI/MiniMax-M2.7" reason="balance_exhausted" tx_hash=777777777777777777777777777777777777777777777777777777770000A2F9
+2026-10-08T10:35:00.000000000Z 2026/10/08 10:35:00 escrow_balance_low escrow=41714 balance=90000000 threshold=1000000 — holding or replacing
+"""
+
+
+def test_a_replacement_without_a_hold_on_a_gateway_that_holds_is_no_1799_remint(tmp_path):
+    """A gateway that holds escrows replaces one at once only below the model's release balance
+    (2,310,720 here, logged by its holds): 41713's replacement was called a spurious #1799
+    remint on a 'balance at least 9,277,120' from its deposit less the logged requests, a bound
+    the gateway's own logged balances contradict on this day."""
+    d = tmp_path / "fx"
+    shutil.copytree(HERE, d)
+    with open(d / "gateway.log", "a", encoding="utf-8") as f:
+        f.write(REPLACED_AT_ONCE)
+    rep = remints(tmp_path / "a.duckdb", d)
+    dd = deactivations(rep)[41713]
+    assert dd["classification"] != "spurious" and not any(
+        f["code"] == "spurious_remint" for f in rep["findings"]), dd
+    assert dd["classification"] == "unknown"          # the logged bound is above the release balance
+    assert any("release balance 2,310,720, yet the logged requests leave at least" in m for m in dd["missing"]), dd
+
+
 def test_an_expired_hold_of_older_builds_is_legitimate_too(tmp_path):
     d = tmp_path / "fx"
     build.write(d, build.scenario(expired=True))

@@ -193,6 +193,22 @@ def test_accounting_evidence(report, tmp_path):
     assert z["evidence"]["misses_in_cpoc_windows"] == STORY["s_misses_cpoc0"]
     assert z["evidence"]["misses_in_cpoc_windows_source"] == "accounting"
     assert z["evidence"]["misses_in_cpoc_windows_accounting"] == STORY["s_misses_cpoc0"]
+    # a host preserved on MiniMax whose only accounting record is of DeepSeek (its turns there
+    # ghosted): its CPoC misses are unknown, not the 0 of that record (it said 0, source accounting)
+    other = d["cpoc_misses"]["gonka1y2a9p56kv044327uycmqdexl7zs82fs5ryv5le"]
+    assert other["misses_in_cpoc_windows"] is None and other["misses_in_cpoc_windows_accounting"] is None, other
+    assert any("no record of it on MiniMaxAI/MiniMax-M2.7, where it was preserved" in e for e in other["evidence"])
+    # the table's row of those misses says they flip the test, as the finding does (it said —), and
+    # the caveat calls only the load and the counterfactual unknown, not the misses it shows
+    import csv as csv_
+
+    text = run_cli("poc-overload", "403", "--offline", "--format", "csv", db=tmp_path / "acct.duckdb").stdout
+    [row] = [r for r in csv_.DictReader(text.splitlines()) if r["participant"] == S and r["misses"]]
+    assert (row["misses"], row["window_flips"]) == (str(STORY["s_misses_cpoc0"]), "True"), row
+    assert d["coverage"]["sources"] == ["chain", "accounting", "gateway_log"]
+    [caveat] = [u for u in d["coverage"]["unknown"] if u.startswith(f"cpoc:0 {MODEL}:")]
+    assert caveat.endswith("load and counterfactual unknown; misses only the accounting API's of the hosts it "
+                           "counts, every CPoC together"), caveat
 
 
 def test_participant_filter_fail_on_and_formats(fixture_db):
@@ -278,7 +294,8 @@ def test_error_only_for_a_host_the_chain_did_not_pay():
 
 def test_window_misses_are_the_windows_misses(fixture_db):
     """The count auditor targets reads (cpoc.window_misses, a fact of the run) is the sum of the
-    analysis's windows, worked out on its own run."""
+    analysis's windows, worked out on its own run: 0 where the logs cover a window without a
+    miss (it was left out, so targets said unknown), none where they do not cover it (cpoc:2)."""
     from auditor.analyses import cpoc, poc_overload
     from auditor.analyses.context import Run
     from auditor.store import Store
@@ -287,9 +304,9 @@ def test_window_misses_are_the_windows_misses(fixture_db):
         res = poc_overload.run(st, 403, poc_overload.PocOverloadOptions())
         summed: dict = {}
         for w in res.data["windows"]:
-            if w.get("misses"):
+            if w["misses"] is not None:
                 summed[(w["episode"], w["model"])] = summed.get((w["episode"], w["model"]), 0) + w["misses"]
-        assert cpoc.window_misses(Run(st, 403)) == summed == {("cpoc:0", MODEL): 975}
+        assert cpoc.window_misses(Run(st, 403)) == summed == {("cpoc:0", MODEL): 975, ("cpoc:1", MODEL): 0}
 
 
 def test_the_cpoc_window_is_defined_once():

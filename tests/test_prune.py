@@ -40,7 +40,7 @@ KEPT = ("attempts", "hedge_attempts", "hedge_priors", "hedge_races", "log_ghosts
 # a known creation epoch (a remints note), the slot lists of every escrow the store knows and the
 # span of every log line (poc-overload)
 STORE_WIDE_KEYS = {"gateway_log": "coverage", "slot_lists_known": "structural_risk", "log_span": "attribution"}
-STORE_WIDE_NOTES = (re.compile(r"^the logs read cover "), re.compile(r"^\d+ escrow\(s\) with no known creation epoch"))
+STORE_WIDE_NOTES = (re.compile(r"^the race_completed lines read span "), re.compile(r"^\d+ escrow\(s\) with no known creation epoch"))
 
 
 @pytest.fixture(scope="module")

@@ -87,6 +87,60 @@ def test_1799_sequence_is_spurious_with_its_numbers(fixture_report):
     assert [f["reservation"] for f in life["failures"]] == [92_998_400] and life["end"] == "spurious"
 
 
+def test_the_deactivations_table_says_which_balance_is_a_lower_bound(fixture_store):
+    """80502's balance is a lower bound (its finding says 'at least'): the table printed it as a
+    plain balance, beside 80401's, which the gateway logged."""
+    import csv as csv_
+
+    db, _ = fixture_store
+    text = run_cli("remints", "396", "--offline", "--format", "csv", db=db).stdout
+    rows = {int(r["escrow"]): r for r in csv_.DictReader(text.splitlines())}
+    assert (rows[80502]["balance"], rows[80502]["balance_is"]) == (str(STORY["balance_80502_at_least"]), "at least")
+    assert rows[80401]["balance_is"] == "logged"
+    assert all(r["balance_is"] == "" for r in rows.values() if r["balance"] == "")
+
+
+def test_a_csv_whose_findings_fail_the_run_says_them_on_stderr(fixture_store):
+    """The CSV is the first table, without the findings: --fail-on warn exited 1 and said
+    nothing of why."""
+    db, report = fixture_store
+    r = run_cli("remints", "396", "--offline", "--format", "csv", "--fail-on", "warn", db=db)
+    warned = [f for f in report["findings"] if f["severity"] in ("warn", "error")]
+    assert r.returncode == 1 and warned
+    lines = [x for x in r.stderr.splitlines() if x.startswith("auditor: ")]
+    assert len(lines) == len(warned), r.stderr
+    assert {f"auditor: {f['severity']} {f['code']} {f['subject']['id']}: {f['summary']}" for f in warned} == set(lines)
+    assert run_cli("remints", "396", "--offline", "--format", "json", "--fail-on", "warn", db=db).stderr == ""
+
+
+def test_each_finding_names_the_file_and_line_of_its_evidence(fixture_report):
+    """A finding's evidence names where its lines are, for a bug report: the query names alone
+    sent the reader to the store. Each named line is in that file at that line, with that name."""
+    spurious = [f for f in fixture_report["findings"] if f["code"] == "spurious_remint"]
+    assert spurious and all(f["evidence"]["log_lines"] for f in fixture_report["findings"])
+    req = spurious[0]["evidence"]["request"]["request"]
+    for f in fixture_report["findings"]:
+        for entry in f["evidence"]["log_lines"]:
+            where, name = entry.split(" ")
+            path, line = where.rsplit(":", 1)
+            text = Path(path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+            assert re.search(rf"(^|[\s=]){re.escape(name)}(\s|$)", text), (entry, text)   # the stage or event
+    names = [e.split(" ")[1] for e in spurious[0]["evidence"]["log_lines"]]
+    assert "escrow_balance_exhausted" in names and "runner_prepare_failed" in names
+    assert any(req in Path(e.split(":")[0]).read_text() for e in spurious[0]["evidence"]["log_lines"])
+
+
+def test_the_html_keeps_times_whole_and_groups_quantities(fixture_store):
+    """The browser broke a time at its hyphens (2026-09- / 17T06:31:45Z), and the cost table's
+    mixed column printed 80000000 where the other views print 80,000,000."""
+    db, report = fixture_store
+    page = run_cli("remints", "396", "--offline", "--format", "html", db=db).stdout
+    locked = report["costs"]["funds_locked_in_replacements"]
+    assert locked >= 1000 and f">{locked:,}<" in page and f">{locked}<" not in page
+    at = report["deactivations"][0]["at"].replace("Z", "")[:19]
+    assert re.search(rf'<td><span class="nb">{re.escape(at)}[0-9.]*Z</span></td>', page), at
+
+
 def test_every_deactivation_of_the_fixture_is_classified(fixture_report):
     got = {str(k): v["classification"] for k, v in by_escrow(fixture_report).items()}
     assert got == STORY["classification"]
@@ -277,6 +331,19 @@ def test_an_epoch_the_logs_do_not_show_is_unknown_not_empty(fixture_store):
     assert r.returncode == 3, r.stderr
     (missing,) = json.loads(r.stdout)["coverage"]["missing"]
     assert missing.startswith("no escrow of epoch 999 in the logs read")
+
+
+def test_an_epoch_neither_stored_nor_logged_is_unknown_beside_escrows_of_no_known_epoch(tmp_path):
+    """The demo store's two escrows of no known creation epoch hid the caveat: `remints 999`
+    printed a clean report of no deactivation, exit 0, for an epoch nothing in the store names."""
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--epoch", "403", "--replay", str(FIXTURES / "chain" / "epoch-403"),
+                "--gateway-log", str(FIXTURES / "demo-epoch-403" / "gateway.log.gz"), db=db)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("remints", "999", "--offline", "--format", "json", db=db)
+    assert r.returncode == 3, r.stderr
+    assert json.loads(r.stdout)["coverage"]["missing"][0].startswith("no escrow of epoch 999 in the logs read")
+    assert run_cli("remints", "403", "--offline", "--format", "json", db=db).returncode == 0   # a known epoch
 
 
 def test_no_gateway_logs_is_a_clear_error(db):

@@ -97,7 +97,8 @@ def test_an_old_store_is_converted_into_a_new_file_checked_and_put_in_its_place(
     after = counts(db)
     assert after["toy_lines"] == before["log_events"] == 35_736        # the migration ran, on the data
     assert after["coverage"] < before["coverage"]                      # (the change it declared)
-    assert after["schema_migrations"] == before["schema_migrations"] + 1 == int(path.name[:3])
+    # every migration pending on the old store applied (the real ones since it, then the toy)
+    assert after["schema_migrations"] == int(path.name[:3]) > before["schema_migrations"]
     assert {t: n for t, n in after.items() if t not in ("toy_lines", "coverage", "schema_migrations")} == \
         {t: n for t, n in before.items() if t not in ("coverage", "schema_migrations")}
     # once only: the next opening has nothing to convert

@@ -25,14 +25,18 @@ KEY, TITLE = "coverage", "Coverage"
 
 
 def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | None = None) -> Result:
-    windows = cpoc.epoch_windows(run_for(store, epoch, ctx))
+    run_ = run_for(store, epoch, ctx)
+    windows = cpoc.epoch_windows(run_)
     items = {r["source"]: r for r in store.query("coverage", epoch=epoch)}
     data: dict[str, Any] = {"chain": chain(items.get("chain"))}
     if "chain_escrows" in items:         # probed for this epoch's escrows (auditor/sources/escrows.py)
         data["chain_escrows"] = chain(items["chain_escrows"])
+        # an answer is not a record: a 404 says the chain has none (never existed, or pruned)
+        (found,) = store.query("coverage_chain_escrows", epoch=epoch)
+        data["chain_escrows"]["loaded"].update(found=found["found"], not_found=found["not_found"])
     data["accounting"] = accounting(store, epoch, items.get("accounting"))
-    data["gateway_log"] = gateway_log(store, epoch, windows)
-    data["metrics"] = metrics(store, epoch, windows)
+    data["gateway_log"] = gateway_log(store, epoch, windows, generation_of(run_))
+    data["metrics"] = metrics_scrapes(store, epoch, windows)
     rows = []
     for source, entry in data.items():
         rows.append({
@@ -82,7 +86,7 @@ def accounting(store: Store, epoch: int, items: dict[str, Any] | None) -> dict[s
     }
 
 
-def metrics(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
+def metrics_scrapes(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
     (scrapes,) = store.query("coverage_metrics_scrapes")
     if not scrapes["scrapes"]:
         return {"collected": False, "urls": [], "loaded": {}, "time_range": None, "windows": [],
@@ -103,6 +107,11 @@ GENERATIONS = {
     "september": "devshardctl of September 2026 (the #1799 report's; before gateway v4.1.2)",
     "successor_json": "the successor gateway's JSON logs (devshard/cmd/gateway; not read)",
 }
+
+
+def generation_of(run: Run) -> dict[str, Any]:
+    """:func:`generation`, worked out once a run (coverage and remints both ask it)."""
+    return run.shared("gateway_generation", lambda: generation(run.store))
 
 
 def generation(store: Store) -> dict[str, Any]:
@@ -131,7 +140,9 @@ def generation(store: Store) -> dict[str, Any]:
     return {"generation": gen, "generation_basis": basis, "generation_shapes": shapes}
 
 
-def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict[str, Any]:
+def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]],
+                gen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The gateway-log entry; ``gen``: the run's :func:`generation` (worked out when not given)."""
     files = store.query("coverage_gateway_log_files")
     if not files:
         return {"collected": False, "files": [], "loaded": {}, "rejected": {}, "time_range": None,
@@ -145,8 +156,10 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
         if not w["lines"]:
             missing.append(f"{w['window']}: no log lines between {utc_text(w['start'])} and {utc_text(w['end'])}")
         elif not w["fully_covered"]:
-            missing.append(f"{w['window']}: logs cover only {utc_text(w['first_line'])} … "
-                           f"{utc_text(w['last_line'])} of {utc_text(w['start'])} … {utc_text(w['end'])}")
+            gaps = (f"; inside the window, {w['stretches'] - 1} gap(s) of more than 10 minutes without a line"
+                    if w["stretches"] > 1 else "")
+            missing.append(f"{w['window']}: logs cover only {utc_text(w['covered_from'])} … "
+                           f"{utc_text(w['covered_to'])} of {utc_text(w['start'])} … {utc_text(w['end'])}{gaps}")
     labels = store.query("coverage_host_labels")
     unresolved = [r for r in labels if r["status"] != "resolved"]
     if unresolved:
@@ -155,7 +168,7 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
             for r in unresolved))
     return {
         "collected": True,
-        **generation(store),
+        **(gen if gen is not None else generation(store)),
         "files": files,
         "host_labels": {"resolved": sum(r["status"] == "resolved" for r in labels),
                         "unresolved": [{k: r[k] for k in ("label", "status", "candidates")} for r in unresolved]},
@@ -167,3 +180,10 @@ def gateway_log(store: Store, epoch: int, windows: list[dict[str, Any]]) -> dict
         "windows": per_window,
         "missing": missing,
     }
+
+
+# -- what the registry reads of a result (analyses/registry.py): its metrics --------------------
+def metrics(result: Result):
+    """Whether the gateway logs cover each window of the epoch whole (absent without logs)."""
+    for w in (result.data.get("gateway_log") or {}).get("windows") or []:
+        yield "auditor_gateway_log_window_covered", (w["window"],), 1 if w["fully_covered"] else 0

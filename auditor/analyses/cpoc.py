@@ -274,12 +274,14 @@ def host_windows(run: Run) -> list[dict]:
 def window_misses(run: Run) -> dict[tuple[str, str], int]:
     """The misses the gateway logs place on each CPoC window's preserved hosts, per (episode,
     model): the sum of ``poc_overload``'s windows' ``misses`` (for ``auditor targets``' finding
-    severity). Windows without log evidence count none."""
-    out: dict[tuple[str, str], int] = defaultdict(int)
+    severity). A window without log evidence (the same for every host of it: the logs' span and
+    model) has no entry: unknown, where a window the logs cover with no miss has 0."""
+    out: dict[tuple[str, str], int] = {}
     for w in host_windows(run):
-        if w["misses"]:
-            out[(w["episode"], w["model"])] += w["misses"]
-    return dict(out)
+        if w["misses"] is not None:
+            key = (w["episode"], w["model"])
+            out[key] = out.get(key, 0) + w["misses"]
+    return out
 
 
 def host_evidence(run: Run) -> dict[tuple[str, str], dict]:
@@ -306,15 +308,20 @@ def host_evidence(run: Run) -> dict[tuple[str, str], dict]:
     return run.shared("cpoc_host_evidence", compute)
 
 
-def model_accounting_misses(run: Run) -> dict[str, int]:
-    """Per model: the misses the accounting API counts in dispatch phase ``confirmation_poc`` on
-    the hosts preserved in the epoch's CPoCs (every CPoC together, no times), for the models
-    the API has counters of (``auditor targets``: what the hosts took, not the demand)."""
-    out: dict[str, int] = defaultdict(int)
+def model_accounting_misses(run: Run) -> dict[str, dict]:
+    """Per model the accounting API has counters of: the misses it counts in dispatch phase
+    ``confirmation_poc`` on the hosts preserved in the epoch's CPoCs (every CPoC together, no
+    times; ``auditor targets``: what the hosts took, not the demand), and of how many of the
+    model's preserved hosts (``hosts`` of ``preserved_hosts``: a host the API has no record of
+    is not counted, so fewer is a lower bound)."""
+    out: dict[str, dict] = {}
     for (_, model), e in host_evidence(run).items():
+        m = out.setdefault(model, {"misses": 0, "hosts": 0, "preserved_hosts": 0})
+        m["preserved_hosts"] += 1
         if e["accounting"] is not None:
-            out[model] += e["accounting"]["misses"]
-    return dict(out)
+            m["misses"] += e["accounting"]["misses"]
+            m["hosts"] += 1
+    return {model: m for model, m in out.items() if m["hosts"]}
 
 
 def participant_misses(run: Run) -> dict[str, dict]:
@@ -337,9 +344,20 @@ def participant_misses(run: Run) -> dict[str, dict]:
             c["windows"].append(where)
             c["evidence"].append(f"{where}: {w['misses']} misses; {w['detail']}")
         acct = accounting(run)
+        preserved = {(w["participant"], w["model"]) for w in host_windows(run)}
         for p, c in out.items():
-            ac = [v for (ap, _), v in acct.items() if ap == p]
-            c["misses_in_cpoc_windows_accounting"] = sum(v["misses"] for v in ac) if ac else None
+            # the API's count is known for the models it was preserved on that the API holds
+            # counters of it for; a record of another model (its turns there ghosted) is no count
+            # of these, and one model without a record leaves the total unknown, not zero
+            models = sorted(m for wp, m in preserved if wp == p)
+            held = [m for m in models if (p, m) in acct]
+            c["misses_in_cpoc_windows_accounting"] = (sum(acct[(p, m)]["misses"] for m in held)
+                                                      if held and held == models else None)
+            if held != models and any(ap == p for ap, _ in acct):
+                c["evidence"].append(
+                    "accounting API: " + "".join(f"{acct[(p, m)]['misses']} misses on {m}; " for m in held)
+                    + "no record of it on " + ", ".join(m for m in models if m not in held)
+                    + f", where it was preserved: its misses there are unknown, not zero; {ACCOUNTING_BASIS}")
             if c["windows"]:
                 c["source"] = "gateway_log"
             elif c["misses_in_cpoc_windows_accounting"] is not None:
@@ -350,6 +368,19 @@ def participant_misses(run: Run) -> dict[str, dict]:
                 c["misses_in_cpoc_windows"] = None          # no evidence at all: unknown, not zero
         return out
     return run.shared("cpoc_participant_misses", compute)
+
+
+def misses_basis(c: Mapping[str, Any]) -> str | None:
+    """What a participant's ``misses_in_cpoc_windows`` (:func:`participant_misses`) is: the
+    accounting API's count, what the gateway logs show, or a lower bound when the logs leave
+    some of its windows without evidence (None: no count)."""
+    if c.get("source") is None:
+        return None
+    if c["source"] == "accounting":
+        return ACCOUNTING_BASIS
+    if c["windows_without_evidence"]:
+        return "a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
+    return "what the gateway logs show"
 
 
 def miss_evidence(run: Run) -> tuple[dict[str, dict], set[str]] | None:
@@ -378,10 +409,7 @@ def with_cpoc_evidence(findings: list[Finding], cpoc: Mapping[str, dict], preser
         if source is not None:
             ev["misses_in_cpoc_windows"] = c["misses_in_cpoc_windows"]
             ev["misses_in_cpoc_windows_source"] = source
-            ev["misses_in_cpoc_windows_is"] = (
-                ACCOUNTING_BASIS if source == "accounting" else
-                "a lower bound: no evidence for " + ", ".join(c["windows_without_evidence"])
-                if c["windows_without_evidence"] else "what the gateway logs show")
+            ev["misses_in_cpoc_windows_is"] = misses_basis(c)
             ev["cpoc_evidence"] = list(c["evidence"])
             chain = ev.get("missed")
             if chain is not None and c["misses_in_cpoc_windows"] > int(chain):

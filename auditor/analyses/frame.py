@@ -129,10 +129,15 @@ def epoch_state(store: Store, epoch: int) -> tuple[bool, bool] | None:
     return None if row is None else (bool(row[0]), bool(row[1]))
 
 
+def stored_state(store: Store, epoch: int, ctx: Any = None) -> tuple[bool, bool] | None:
+    """:func:`epoch_state`, asked once in a run ``ctx`` (``context.Run``), whichever of its
+    analyses asks first."""
+    return epoch_state(store, epoch) if ctx is None else ctx.shared("epoch_state", lambda: epoch_state(store, epoch))
+
+
 def require_epoch(store: Store, epoch: int, ctx: Any = None) -> tuple[bool, bool]:
-    """:func:`epoch_state`, with a clear error when the epoch is not stored; asked once in a
-    run ``ctx`` (``context.Run``), whichever of its analyses asks first."""
-    state = epoch_state(store, epoch) if ctx is None else ctx.shared("epoch_state", lambda: epoch_state(store, epoch))
+    """:func:`stored_state`, with a clear error when the epoch is not stored."""
+    state = stored_state(store, epoch, ctx)
     if state is None:
         raise SourceError(not_stored(epoch))
     return state

@@ -173,7 +173,8 @@ def remedies() -> list[tuple[str, str, list[str]]]:
          ["the winner's output reaches the user unchanged: once a winner streams devshardctl forwards "
           "no loser's bytes, so cancelling a loser costs no latency (no latency cost is counted)",
           "attempts_saved is 0: the losers' nonces are still started and must still be settled",
-          "saved seconds are the losers' time after the winner's winner_selected line"]),
+          "saved seconds are the losers' time after the winner's winner_selected line, in rescued races too: "
+          "the wasted attempt-seconds leave rescues out, so the saving can exceed them"]),
         ("stop_ab_sampling",
          f"{AB_DECISION} attempts of pairs with >= {AB_MIN_COMPARISONS} earlier direct comparisons, "
          f">= {AB_AGREEMENT:.0%} won by the same host: the sample is not started",
@@ -384,14 +385,17 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     }
     findings = [f for f in _findings(hosts, beaten, pred, unresp, model_of, query_args)
                 if options.participant is None or f.subject["id"] in {h["host"] for h in shown}]
-    header = _header(what, since, until, totals, pred, unresp_data)
+    header = _header(what, since, until, totals, pred, unresp_data, bool(facts["cache_lines"]))
+    if options.participant is not None:     # the figures below are every host's; the tables are narrowed
+        header.insert(1, ("figures", f"the network's, every host's; --participant {options.participant} narrows "
+                                     "the per-host tables"))
     tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp_data,
                      notes, narrowed=options.participant is not None)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
         (until is None or (last is not None and last >= until))
-    unknown = [] if covered else [f"the logs read cover {utc_text(first)} … {utc_text(last)}, not all of "
-                                  f"[{utc_text(since)}, {utc_text(until)}): the figures are for the part covered"]
+    unknown = [] if covered else [f"the race_completed lines read span {utc_text(first)} … {utc_text(last)}, not "
+                                  f"all of [{utc_text(since)}, {utc_text(until)}): the figures are for the part covered"]
     notes.extend(unknown)
     coverage = {"sources": ["gateway_log", "chain"] if epoch is not None and not (options.since or options.until)
                 else ["gateway_log"], "missing": [], "unknown": unknown, "log_covers_range": covered,
@@ -473,6 +477,9 @@ def _notes(facts: dict[str, Any], options: Options, shown: list[dict[str, Any]],
     if facts["races_primary_inferred"]:
         notes.append(f"{facts['races_primary_inferred']} race(s) have no decision_made line in the logs read: "
                      "their primary is the lowest nonce (nonces are assigned in order)")
+    if not facts["cache_lines"]:
+        notes.append("no cache line (gateway_cache_hit, _miss, _stored) in the logs read: cache_hits 0 is none "
+                     "logged (the cache off, or a gateway that does not log it), and user_requests the races")
     if facts["races_without_time"] and (since or until):
         notes.append(f"{facts['races_without_time']} race(s) have no time (lines without a timestamp) and "
                      "cannot be placed in the range: not counted")
@@ -540,10 +547,10 @@ def _totals(total: dict[str, Any], facts: dict[str, Any], predictions: dict[str,
 
 
 def _header(what: str, since: datetime | None, until: datetime | None, totals: dict[str, Any],
-            pred: dict[str, Any], unresp: dict[str, Any]) -> list[tuple[str, str]]:
+            pred: dict[str, Any], unresp: dict[str, Any], cache_logged: bool = True) -> list[tuple[str, str]]:
     return [("range", f"{what}: {utc_text(since)} … {utc_text(until)}"),
             ("races", f"{totals['races']} ({totals['hedged_races']} hedged, {totals['rescues']} rescues; "
-                      f"{totals['cache_hits']} cache hits)"),
+                      + (f"{totals['cache_hits']} cache hits)" if cache_logged else "no cache line logged)")),
             ("attempts per request", str(totals["attempts_per_request"])),
             ("wasted attempt-seconds", f"{totals['wasted_seconds']:,} of {totals['attempt_seconds']:,} "
                                        f"({_pct(totals['wasted_seconds_share'])})"),
@@ -655,8 +662,17 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
                      if len(shown_beaten) < len(beaten_rows) else [])
     dec_cols = ["decision", "races", "races_started", "extra_won", "extra_attempts", "extra_wasted",
                 "extra_wasted_share", "primaries_suppressed", "rescues", "wasted_seconds"]
+    started = sum(d["races_started"] for d in decisions)
+    later = (totals.get("hedged_races") or 0) - started
     t_dec = Table("Per decision reason", dec_cols, [{c: d[c] for c in dec_cols} for d in decisions],
-                  priority=["decision", "races", "extra_wasted", "wasted_seconds", "extra_won"])
+                  priority=["decision", "races", "extra_wasted", "wasted_seconds", "extra_won"],
+                  # a reader adds races_started up to the hedged races: say where the rest went
+                  notes=[f"races_started: races whose decision started an extra attempt, {started:,} of the "
+                         f"{totals['hedged_races']:,} hedged; the other {later:,} have a secondary their "
+                         "decision did not start (a later escalation: attempt_failed, a timeout, ...; or no "
+                         f"decision_made line read); rescues and wasted_seconds count the races_started only "
+                         f"(the totals: {totals['rescues']:,} rescues, {totals['wasted_seconds']:,} wasted seconds)"]
+                  if later > 0 else [])
     tot_cols = ["hour", "races", "attempts", "attempts_per_request", "hedged_races", "rescues", "suppressed_losers",
                 "attempt_seconds", "wasted_seconds", "wasted_seconds_share", "output_bytes", "wasted_bytes",
                 "wasted_bytes_share", "wasted_tokens_share"]
@@ -668,8 +684,10 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
     t_pred = Table("Predictability of losses (before dispatch)",
                    ["label", "losses", "with_prediction", "predictable", "predictable_share"], pred["hosts"],
                    priority=["label", "predictable", "losses", "predictable_share"],
-                   notes=[pred["rule"], f"prediction right in {pred['prediction_right']} of {pred['evaluable_races']} "
-                                        "evaluable hedged races"])
+                   notes=["losses: a host's losses as primary that no rescue explains (the hosts table's "
+                          "primary_losses less primary_rescued)", pred["rule"],
+                          f"prediction right in {pred['prediction_right']} of {pred['evaluable_races']} "
+                          "evaluable hedged races"])
     cf_cols = ["remedy", "races", "attempts_saved", "attempt_seconds_saved", "output_bytes_saved", "latency_worse",
                "latency_added_seconds", "latency_better", "latency_saved_seconds", "latency_unknown", "would_fail"]
     t_cf = Table("Counterfactuals of the remedies", cf_cols, [{c: s[c] for c in cf_cols} for s in cfs],
@@ -701,7 +719,11 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
                      ["request", "time", "primary_host", "receipt_ms", "ttft_ms", "winner", "winner_host"],
                      unresp["examples"],
                      priority=["time", "primary_host", "receipt_ms", "ttft_ms", "winner"],
-                     notes=[f"{unresp['false_positives']} of {unresp['decisions']} decisions; {unresp['rule']}"])
+                     notes=[f"{unresp['false_positives']} of {unresp['decisions']} decisions; {unresp['rule']}"]
+                     # ttft is two lines' times apart; receipt_ms is a field the gateway measured
+                     + (["ttft_ms: started -> first_token from lines timed to the whole second: each within "
+                         "±1,000 ms (0: under a second), where receipt_ms is the gateway's own measure"]
+                        if totals["time_resolution"] == "second" else []))
     return [t_hosts, t_beaten, t_dec, t_tot, t_pred, t_cf, t_unresp, t_races]
 
 

@@ -92,6 +92,9 @@ def run(store: Any, epochs: tuple[int, ...], options: Options) -> Result:
             unsettled.append(epoch)
         row, found = _epoch_row(store, epoch, address, by_key)
         rows.append(row)
+        if (row["misses_in_cpoc_windows_is"] or "").startswith("a lower bound"):
+            unknown.append(f"epoch {epoch}: misses_in_cpoc_windows {row['misses_in_cpoc_windows']:,} is "
+                           f"{row['misses_in_cpoc_windows_is']}")
         findings.extend(found)
         if row["verdict"] is None:
             unknown.append(f"epoch {epoch}: no performance summary of {address} (not active in that epoch)")
@@ -130,10 +133,11 @@ def _epoch_row(store: Any, epoch: int, address: str, by_key: Any) -> tuple[dict[
         evidence = cpoc.miss_evidence(ctx)
         episodes = None if evidence is None else len(
             {w["episode"] for w in cpoc.host_windows(ctx) if w["participant"] == address})
-    windows = None
+    windows = basis = None
     if evidence is not None:
         c = evidence[0].get(address) or {}
-        windows = c.get("misses_in_cpoc_windows") if c.get("source") is not None else None
+        basis = cpoc.misses_basis(c)
+        windows = c.get("misses_in_cpoc_windows") if basis is not None else None
     missed = None if me is None else me["missed"]
     allowed = None if me is None else me["critical_misses"]
     return {
@@ -147,6 +151,7 @@ def _epoch_row(store: Any, epoch: int, address: str, by_key: Any) -> tuple[dict[
         "rewarded_coins": None if me is None else me["rewarded_coins"],
         "preserved": episodes,
         "misses_in_cpoc_windows": windows,
+        "misses_in_cpoc_windows_is": basis,
         "findings": sorted({f.code for f in found}),
     }, found
 

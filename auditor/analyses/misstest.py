@@ -362,7 +362,7 @@ def run(store: Any, epoch: int, options: Options | None = None, *, ctx: Run | No
     data = _data(mt, epoch, assessed, counts, notes)
     coverage = {"sources": ["chain"], "missing": [], "unknown": list(mt.unknown)}
     return Result(KEY, TITLE, data, [_table(assessed, notes)], findings, coverage,
-                  header=_header(mt, epoch, assessed, counts), legend=["T / M / n_used"])
+                  header=_header(mt, epoch, assessed, counts, participant), legend=["T / M / n_used"])
 
 
 def _of_participant(mt: MissTestFacts, participant: str | None, epoch: int, notes: list[str]) -> list[dict]:
@@ -427,7 +427,10 @@ def _table(assessed: list[dict], notes: list[str]) -> Table:
                  failing=lambda r: r["passed"] is False)
 
 
-def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[str, int]) -> list[tuple[str, str]]:
+def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[str, int],
+            participant: str | None = None) -> list[tuple[str, str]]:
+    """The epoch's network figures, and the verdicts of the participants shown (with
+    --participant, its own: the header says so, beside the network's counts)."""
     p0r, settled = mt.p0r, mt.settled
     assert p0r is not None
     network_share = (p0r.M / p0r.T) if p0r.T else None
@@ -439,7 +442,8 @@ def _header(mt: MissTestFacts, epoch: int, assessed: list[dict], counts: dict[st
          "unknown (no requests)" if network_share is None else f"{p0r.M} / {p0r.T} = {network_share:.4%}"),
         ("T / M / n_used", f"{p0r.T} / {p0r.M} / {p0r.n_used}"),
         ("skip (outage breaker)", "yes: nobody punished" if p0r.skip else "no"),
-        ("verdicts", ", ".join(f"{counts[v]} {v}" for v in VERDICT_ORDER if v in counts) or "none"),
+        ("verdicts" if participant is None else f"verdict of {participant} (--participant)",
+         ", ".join(f"{counts[v]} {v}" for v in VERDICT_ORDER if v in counts) or "none"),
     ]
     discrepancies = sum(1 for a in assessed if a["discrepancy"])
     if discrepancies:

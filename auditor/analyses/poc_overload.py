@@ -221,8 +221,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                         "gen_start_time": e.get("gen_start_time"), "val_start_time": e.get("val_start_time")}
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
-    coverage = {"sources": ["chain", "gateway_log"], "missing": missing, "unknown": unknown}
-    tables = _tables(windows, notes, per_source, len(events))
+    coverage = {"sources": ["chain", "accounting", "gateway_log"], "missing": missing, "unknown": unknown}
+    tables = _tables(windows, notes, per_source, len(events), inp.mt.p0)
     by_gateway = [{"participant": p, "gateway": g, "misses": n}
                   for p, c in cpoc_misses.items() for g, n in (c.get("misses_by_gateway") or {}).items()]
     if by_gateway:                      # several gateways' accounting: whose traffic failed (issue 33)
@@ -311,7 +311,10 @@ def _window(e: _Event, h: Mapping[str, Any], inp: _Inputs, notes: list[str],
                                            e.in_win, e.ghosts)
     if state == "none":
         entry.update(peak_inflight=None, requests=None, misses=None, counterfactual=None)
-        _unknown_once(unknown, f"{ev['episode']} {model}: {state_text}: load, misses and counterfactual unknown")
+        counted = any(e_ == ev["episode"] and m == model and (hp, model) in inp.acct for e_, hp, m in inp.host_windows)
+        _unknown_once(unknown, f"{ev['episode']} {model}: {state_text}: load and counterfactual unknown; misses "
+                      + ("only the accounting API's of the hosts it counts, every CPoC together" if counted
+                         else "unknown"))
         return entry, None
     mine = [a for a in e.in_win if a["participant"] == p and a["model"] == model]
     mine_run = [a for a in e.running if a["participant"] == p and a["model"] == model]
@@ -698,7 +701,8 @@ def _risk_text(r: Mapping[str, Any] | None) -> str:
     return "no"
 
 
-def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: int = 1) -> list[Table]:
+def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: int = 1,
+            p0: Decimal | None = None) -> list[Table]:
     rows = []
     acct_row: dict[tuple[str, str], str] = {}       # the row that prints a host's accounting count
     # hosts whose misses the logs count in some window: the accounting's count (every CPoC
@@ -709,6 +713,7 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
         mt = w.get("miss_test") or {}
         acct = w.get("accounting_cpoc")
         misses, misses_from = w["misses"], "gateway logs" if w["misses"] is not None else None
+        flips = w.get("window_flips_verdict")
         key = (w["participant"], w["model"])
         if misses is None and acct is not None and key in logged:
             misses_from = (f"unknown: no log of this window; the accounting API's {acct['misses']:,} are every "
@@ -719,6 +724,8 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
             acct_row[key] = w["episode"]
             misses = acct["misses"]
             misses_from = "accounting" + ("" if n_events == 1 else f", all {n_events} CPoCs together")
+            if mt.get("total") and p0 is not None:     # whether these misses flip it, as its finding says
+                flips = flip_verdict(int(mt["missed"]), int(mt["total"]), misses, p0)["flips"]
         rows.append({
             "episode": w["episode"], "model": w["model"], "participant": w["participant"],
             "weight": w["weight"], "share": w["share"], "cap": w["cap"],
@@ -726,13 +733,16 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
             "rpm_before": (w.get("before") or {}).get("requests_per_minute"),
             "rpm_window": w.get("requests_per_minute"),
             "misses": misses, "misses_from": misses_from, "verdict": mt.get("verdict", "unknown"),
-            "window_flips": w.get("window_flips_verdict"),
+            "window_flips": flips,
             "cf_refused": cf.get("refused"), "cf_misses": cf.get("misses_remaining"),
             "cf_passes": cf.get("would_pass_miss_test"),
             "evidence": w["evidence"]["state"],
             "structural_risk": _risk_text(w.get("structural_risk")),
         })
     t_notes = [f"cap = max(1, floor(weight x per_10000 / 10000)); per_10000: {per_source}.",
+               "weight: the participant's weight in the model's subgroup, which the gateway's cap reads; not the "
+               "poc_weight of its preserved nodes (preserved_weight in --format json), which the preserved-weight "
+               "sections sum.",
                "unknown = no gateway evidence for that window or model (never zero load).",
                "--format json has the counterfactual's assumptions."]
     if any(r["misses_from"] and r["misses_from"].startswith("accounting") for r in rows):

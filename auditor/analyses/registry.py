@@ -183,7 +183,12 @@ ANALYSES: list[Analysis] = [
     Analysis("cpoc_events", "Confirmation PoC events", "auditor.analyses.epoch_facts", function="cpoc_events"),
     Analysis("preserved_nodes", "Preserved nodes", "auditor.analyses.preserved"),
     Analysis("coverage", "Coverage", "auditor.analyses.coverage",
-             sources=("chain", "accounting", "gateway_log", "metrics"), kept=("log_host_lines", "log_participants")),
+             sources=("chain", "accounting", "gateway_log", "metrics"), kept=("log_host_lines", "log_participants"),
+             metrics=(Metric("auditor_gateway_log_window_covered", ("window",),
+                             "1 when the gateway logs read cover the window whole, 0 when in part or not at all",
+                             "1 when the gateway logs cover the window (`epoch`, its effective span, or a "
+                             "`cpoc:N`) whole, 0 when in part or not at all: a 0 makes that window's figures "
+                             "(wasted seconds, remints, loads) a part of it (alert on it)"),)),
     Analysis(
         "miss_test", "Miss test", "auditor.analyses.misstest",
         summary="the chain's miss test for every participant of epoch N",
@@ -337,8 +342,8 @@ Example:
                     "one request larger than the balance retired escrow {subject}"),
                Code("mint_peak", ("warn",), "model",
                     "more regular mints than rotation explains within the peak window",
-                    "look for the cause of the {rest} unexplained mint(s) of {model} in the gateway's logs "
-                    "from {start} to {end}"),
+                    "look for the cause of the {rest} mint(s) of {model} that rotation and deactivations do not "
+                    "explain, in the gateway's logs from {start} to {end}"),
                Code("spurious_hold", ("warn",), "escrow",
                     "a healthy escrow held (gateway v4.1.2+): its balance at the hold was at or above its own "
                     "release balance, so one request's reservation failed on it (#1799's mechanism in the hold path)",

@@ -16,6 +16,14 @@ requests. This analysis reconstructs each escrow's life from the logs, the chain
   threshold, or, with no balance known, that had just served ordinary requests.
 * ``unknown``: the evidence does not decide; ``missing`` says what is not there.
 
+On a gateway that holds escrows (v4.1.2+: the logs read are of that generation,
+coverage.generation), a request-triggered replacement with no hold is the gateway's own rule at
+work: it replaces at once only when the balance and recoverable in flight are below the model's
+release balance (gateway-logs.md 14.2; logged by its holds), so it is legitimate when the logs'
+balance bound agrees and unknown when the bound is above it or no hold of the model is logged.
+An escrow that ran out on a request just before the logs read end, with no answer logged yet, is
+no deactivation (a coverage caveat names it).
+
 The balance is never on chain (only the deposit ``amount``). Its estimate, in order: a balance
 the gateway logged (``escrow_balance_low``) minus what was reserved since; else the deposit minus
 the most the requests seen since the mint can have cost (each attempt reserves
@@ -69,8 +77,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..result import Finding, Result, Table, utc, utc_text
 from ..times import MAX_SECONDS
-from .context import Run
-from .frame import Options, option
+from .context import Run, run_for
+from .frame import Options, option, stored_state
 
 if TYPE_CHECKING:      # annotations only: importing the analysis (its --help) needs no DuckDB
     from ..store import Store
@@ -569,6 +577,28 @@ def _end_of_life(life: dict[str, Any]) -> tuple[str, datetime] | None:
     return kind or "other", utc(min(ends))
 
 
+def _holds_escrows(run: Run) -> bool:
+    """Whether the logs read are of a gateway that holds escrows (v4.1.2+: hold-era lines, and
+    none of the September gateway's alone; coverage.generation)."""
+    from .coverage import generation_of
+
+    return generation_of(run)["generation"] == "hold_era"
+
+
+def _outcome_pending(life: dict[str, Any], spans: Spans) -> bool:
+    """An escrow that ran out on a request within EDGE of the end of the logs read, with no hold,
+    deactivation, retirement or replacement logged: the gateway's answer (a hold on v4.1.2+, else
+    a replacement) comes after what was read (a mid-day collect), so no deactivation is known."""
+    end = life["end_of_life"]
+    if end is None or end[0] != "request" or life.get("holds"):
+        return False
+    if any(life[c] is not None for c in ("deactivated_at", "devshard_deactivated_at", "retired_at", "replaced_at")):
+        return False
+    t = end[1]
+    ends = [s["last_ts"] for s in spans.spans if s["first_ts"] - EDGE <= t <= s["last_ts"] + EDGE]
+    return bool(ends) and max(ends) - t <= EDGE
+
+
 def _reason(life: dict[str, Any]) -> str | None:
     return (life["deactivation_reason"] or life["replacement_reason"] or life["devshard_deactivated_reason"]
             or life["retired_reason"] or life["rotation_reason"]
@@ -732,7 +762,9 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                        f"account for ({lower:,}); requests in flight or costs the logs do not show")
         d["summary"] = "request-triggered exhaustion the logged balance does not explain"
         return
-    why = _classify(d, bal, lower, thr, recent, opts)
+    hold_era = life.get("hold_era")      # set for a gateway that holds escrows (run)
+    why = (_classify_hold_era(d, lower, hold_era["release_balance"]) if hold_era is not None
+           else _classify(d, bal, lower, thr, recent, opts))
     if why is None:
         return
     shown = f"{res:,}" if res is not None else "an amount that is unknown"
@@ -770,6 +802,28 @@ def _no_trigger_logged(d: dict[str, Any], life: dict[str, Any], uses: Uses, span
         missing.append("its balance: " + ("; ".join(bal["limits"]) or "not logged"))
     d["summary"] = (f"replaced with reason {d['reason']!r} at {utc_text(first)}, but the request-path evidence "
                     "is not in the logs read")
+
+
+def _classify_hold_era(d: dict[str, Any], lower: int | None, release: int | None) -> str | None:
+    """A request-path replacement on a gateway that holds escrows (v4.1.2+, gateway-logs.md 14.2):
+    it replaces at once, without a hold, only when balance + recoverable in flight is below the
+    model's release balance (``release``: logged by a hold of the model, None when none was), so
+    #1799's healthy escrow would have been held. Legitimate when the logs' lower bound agrees;
+    unknown when it does not (requests the logs do not show spent the balance, or the gateway
+    misjudged it), or when the release balance is not logged."""
+    rule = ("this gateway holds escrows (v4.1.2+): it replaces one at once only when its balance and "
+            "recoverable in flight are below the release balance")
+    if release is None:
+        d["missing"].append("the model's release balance: no hold of the model is logged, and " + rule)
+        d["summary"] = "request-triggered replacement on a gateway that holds escrows; its release balance is unknown"
+        return None
+    if lower is not None and lower >= release:
+        d["missing"].append(f"an account of the balance: {rule} {release:,}, yet the logged requests leave at least "
+                            f"{lower:,}: requests the logs do not show spent it, or the gateway misjudged it")
+        d["summary"] = "request-triggered replacement without a hold that the logged balance does not explain"
+        return None
+    d["classification"], d["basis"] = "legitimate", "hold-era rule"
+    return f"{rule} {release:,}" + ("" if lower is None else f" (the logs account for at least {lower:,})")
 
 
 def _classify(d: dict[str, Any], bal: dict[str, Any], lower: int | None, thr: int, recent: Tally,
@@ -1124,7 +1178,15 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     for life in lives.values():     # once per escrow: each deactivation asks it of all its model's escrows
         life["end_of_life"] = _end_of_life(life)
     uses.ask(_moments(lives, uses, opts))
-    all_deacts = {eid: d for eid, life in lives.items() if (d := classify(life, uses, spans, opts, lives))}
+    run_ = run_for(store, epoch, ctx)        # one run's facts for the steps below
+    if _holds_escrows(run_):
+        # per model: the release balance its holds logged (the same for every hold of the model)
+        release = {h["model"]: int(h["release_balance"]) for h in all_holds if h["release_balance"] is not None}
+        for life in lives.values():      # the model's release balance, None when no hold of it is logged
+            life["hold_era"] = {"release_balance": release.get(life["model"])}
+    pending = {eid for eid, life in lives.items() if _outcome_pending(life, spans)}
+    all_deacts = {eid: d for eid, life in lives.items()
+                  if eid not in pending and (d := classify(life, uses, spans, opts, lives))}
     for eid, d in all_deacts.items():
         if lives[eid].get("untimed"):
             untimed.unplace(d)
@@ -1139,6 +1201,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                if life["creation_epoch"] == epoch or eid in epoch_deacts]
     unplaced = [eid for eid, life in lives.items() if life["creation_epoch"] is None and eid not in epoch_deacts]
     notes: list[str] = []
+    cov_unknown: list[str] = []
     cov_missing = [f"{r['item']}: {r['detail']}" for r in store.query("remints_probe_failures", epoch=epoch)]
     not_probed = [eid for eid, life in lives.items() if not life["chain_probed"] and
                   (life["creation_epoch"] == epoch or eid in epoch_deacts)]
@@ -1155,11 +1218,18 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     if untimed_mints:
         notes.append(f"{len(untimed_mints)} mint(s) of epoch {epoch} logged without a time "
                      f"({', '.join(map(str, untimed_mints))}): in no hour and no peak")
-    if not escrows and not deacts and not mints and not unplaced and not lost:
+    # escrows of no known epoch may be of this one, unless neither the chain nor a log line knows it
+    unseen = stored_state(store, epoch, run_) is None and all(e != epoch for _, e in spans.marks)
+    if not escrows and not deacts and not mints and not lost and (not unplaced or unseen):
         first = min((sp["first_ts"] for sp in spans.spans if sp["first_ts"]), default=None)
         last = max((sp["last_ts"] for sp in spans.spans if sp["last_ts"]), default=None)
         cov_missing.append(f"no escrow of epoch {epoch} in the logs read (they cover {utc_text(first)} … "
                            f"{utc_text(last)}): its escrows are unknown, not absent")
+    part = _part_read(run_, spans)
+    if pending:
+        cov_unknown.append(f"{len(pending)} escrow(s) ran out on a request just before the logs read end "
+                           f"({', '.join(map(str, sorted(pending)))}): the gateway's answer, a hold or a "
+                           "replacement, is not logged yet, so they are not counted as deactivations")
     if peaks_unknown:
         notes.append(f"mint peaks not assessed for {', '.join(peaks_unknown)}: the rotation target is unknown "
                      "(give --rotation-target N)")
@@ -1173,7 +1243,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     if unaffordable_untimed:
         notes.append(f"{unaffordable_untimed} request(s) no escrow could fund were logged without a time: no epoch can be "
                      "told for them, so none counts them (queries/remints_unaffordable_requests.sql)")
-    findings = _findings(deacts, peaks, epoch) + _hold_findings(epoch_holds, epoch)
+    findings = _with_log_lines(store, _findings(deacts, peaks, epoch) + _hold_findings(epoch_holds, epoch))
     counts: dict[str, int] = defaultdict(int)
     for d in deacts:
         counts[d["classification"]] += 1
@@ -1186,17 +1256,42 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     header = [("epoch", str(epoch)),
               ("deactivations", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none in the logs read"),
               ("mints", ", ".join(f"{m['model']} {m['mints']}" for m in mints) or "none in the logs read"),
-              ("spurious cost", f"{costs['mint_transactions']} mint tx, {costs['failed_requests']} failed request(s)")]
+              ("spurious cost", f"{costs['mint_transactions']} mint tx, {costs['failed_requests']} failed request(s)"
+                                + (" in the part of the epoch the logs cover: a lower bound" if part else ""))]
     if epoch_holds:
         header.append(("holds", ", ".join(f"{v} {k}" for k, v in sorted(Counter(h["outcome"] for h in epoch_holds)
                                                                            .items()))))
     if unaffordable:
         header.append(("unaffordable requests", _per_model(unaffordable)))
     coverage = {"sources": ["gateway_log", "chain_escrows", "accounting"], "missing": cov_missing,
-                "unknown": [f"mint peaks of {m}: rotation target unknown" for m in peaks_unknown],
+                "unknown": [f"mint peaks of {m}: rotation target unknown" for m in peaks_unknown] + cov_unknown
+                + ([part] if part else []),
                 "log_spans": [{"path": s["path"], "first": utc(s["first_ts"]), "last": utc(s["last_ts"])}
                               for s in spans.spans]}
     return Result(KEY, TITLE, data, tables, findings, coverage, complete=not cov_missing, header=header)
+
+
+def _part_read(run_: Run, spans: Spans) -> str | None:
+    """What the logs read leave out of the epoch's effective span, when they leave some of it
+    out (its deactivations, mints, holds and costs are then those of the part read); None when
+    they cover it whole, or when its span is not known."""
+    from . import cpoc
+
+    epoch = run_.epoch
+    w = next((w for w in cpoc.epoch_windows(run_) if w["window"] == "epoch"), None)
+    if w is None or w["start_time"] is None or w["end_time"] is None:
+        return None
+    start, end = utc(w["start_time"]), utc(w["end_time"])
+    if spans.covered(start, end):
+        return None
+    inside = [s for s in spans.spans if s["last_ts"] >= start and s["first_ts"] <= end]
+    read = "no log read covers any of it"
+    if inside:
+        lo, hi = max(start, min(s["first_ts"] for s in inside)), min(end, max(s["last_ts"] for s in inside))
+        read = f"the logs read cover {utc_text(lo)} … {utc_text(hi)} of it" + (
+            "" if spans.covered(lo, hi) else ", with gaps between the files read")
+    return (f"epoch {epoch}'s span {utc_text(start)} … {utc_text(end)}: {read}; its deactivations, mints, holds "
+            "and spurious cost are those of the part read (a lower bound)")
 
 
 def _hold_in_epoch(h: dict[str, Any], lives: dict[int, dict[str, Any]], epoch: int, spans: Spans) -> bool:
@@ -1262,6 +1357,36 @@ def _hold_findings(hs: list[dict[str, Any]], epoch: int) -> list[Finding]:
              "query": "queries/remints_holds.sql, queries/remints_requests.sql"},
             model=h["model"]))
     return out
+
+
+LOG_LINES_SHOWN = 40       # a finding's evidence names at most this many lines
+
+
+def _with_log_lines(store: Store, findings: list[Finding]) -> list[Finding]:
+    """Each finding with ``log_lines``, where the lines it rests on are: ``path:line name`` of its
+    escrows' own lines (mint_peak: the minted escrows') and of its request's, in log order, at
+    most LOG_LINES_SHOWN (queries/remints_evidence_lines.sql, one query for every finding)."""
+    def keys(f: Finding) -> tuple[set[int], str | None]:
+        ev = f.evidence
+        if f.code == "mint_peak":
+            return {int(e) for e in ev.get("escrows") or []}, None
+        req = ev.get("request")
+        return {int(f.subject["id"])}, (req.get("request") if isinstance(req, dict) else req)
+
+    wanted = {id(f): keys(f) for f in findings}
+    escrows = sorted({e for es, _ in wanted.values() for e in es})
+    requests = sorted({r for _, r in wanted.values() if r})
+    if not escrows and not requests:
+        return findings
+    rows = store.query("remints_evidence_lines", escrows=escrows, requests=requests)
+    for f in findings:
+        es, req = wanted[id(f)]
+        lines = [f"{r['path']}:{r['line_no']} {r['name']}" for r in rows
+                 if (r["request"] is None and r["escrow"] in es) or (req is not None and r["request"] == req)]
+        f.evidence["log_lines"] = lines[:LOG_LINES_SHOWN]
+        if len(lines) > LOG_LINES_SHOWN:
+            f.evidence["log_lines_more"] = len(lines) - LOG_LINES_SHOWN
+    return findings
 
 
 def _hold_tables(hs: list[dict[str, Any]], unaffordable: list[dict[str, Any]]) -> list[Table]:
@@ -1344,15 +1469,16 @@ def _findings(deacts: list[dict[str, Any]], peaks: list[dict[str, Any]], epoch: 
 def _tables(deacts, mints, peaks, costs, notes) -> list[Table]:
     d_rows = [{"escrow": d["escrow"], "model": d["model"], "classification": d["classification"],
                "trigger": d["trigger"], "reason": d["reason"], "at": d["at"],
-               "balance": d["balance_estimate"], "reservation": (d["request"] or {}).get("reservation"),
+               "balance": d["balance_estimate"], "balance_is": _balance_is(d),
+               "reservation": (d["request"] or {}).get("reservation"),
                "replacement_escrow": d["replacement_escrow"],
                "to_replacement_s": (None if not d["timing_ms"] or d["timing_ms"]["failure_to_replacement"] is None
                                     else round(d["timing_ms"]["failure_to_replacement"] / 1000, 3)),
                "why": d.get("summary") if d["classification"] != "unknown" else
                (d.get("summary", "") + "; missing: " + "; ".join(d["missing"]))} for d in deacts]
     t1 = Table("Deactivations", ["escrow", "model", "classification", "trigger", "reason", "at", "balance",
-                                 "reservation", "replacement_escrow", "to_replacement_s", "why"], d_rows, list(notes),
-               narrow=["trigger", "reason", "reservation"],
+                                 "balance_is", "reservation", "replacement_escrow", "to_replacement_s", "why"],
+               d_rows, list(notes), narrow=["trigger", "reason", "reservation"],
                priority=["escrow", "classification", "model", "at", "why"],
                failing=lambda r: r["classification"] == "spurious")
     m_rows = [{"model": m["model"], "hour": h["hour"], "mints": h["mints"],
@@ -1366,6 +1492,16 @@ def _tables(deacts, mints, peaks, costs, notes) -> list[Table]:
     c_rows = [{"item": k, "value": v} for k, v in costs.items() if k != "failed_request_ids"]
     t4 = Table("Cost of the spurious remints", ["item", "value"], c_rows)
     return [t1, t2, t3, t4]
+
+
+def _balance_is(d: dict[str, Any]) -> str | None:
+    """What a deactivation's balance is: a lower bound (the evidence's, as its finding says "at
+    least"), a balance the gateway logged, or an estimate from the requests (None: unknown)."""
+    if d["balance_estimate"] is None:
+        return None
+    if ((d.get("evidence") or {}).get("balance") or {}).get("lower_bound") == d["balance_estimate"]:
+        return "at least"
+    return "logged" if (d["balance_source"] or "").startswith("logged") else "estimate"
 
 
 # -- what the registry reads of a result (analyses/registry.py): its charts and metrics ---------

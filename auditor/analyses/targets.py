@@ -587,6 +587,7 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
         findings.extend(f)
     rows, f, n = _analyse_epoch(store, last, opt, combined, cpoc.window_misses(runs[last]))
     acct_misses = cpoc.model_accounting_misses(runs[last]) if cpoc.not_collected(runs[last]) is None else {}
+    estimate = _network_estimate(store, epochs, runs, latency, opt, per)
     findings.extend(f)
     notes.extend(n)
     for r in rows:
@@ -604,14 +605,20 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
             notes.append(f"{r['model_id']}: the suggested target {r['suggested_target']:,} exceeds the model's whole "
                          f"weight {r['total_weight']:,}: preserving every node would still leave its PoC-time "
                          "demand short (the fill plan says how far)")
-        took = acct_misses.get(r["model_id"])
-        r["cpoc_misses_accounting"] = took
+        acct = acct_misses.get(r["model_id"])
+        took = r["cpoc_misses_accounting"] = None if acct is None else acct["misses"]
         if r["peak_inflight"] is None:
+            est = ((estimate or {}).get("models", {}).get(r["model_id"]) or {}).get("estimated_demand_weight")
+            hosts = ("" if acct is None or acct["hosts"] == acct["preserved_hosts"] else
+                     f"; at least: the API has {acct['hosts']} of its {acct['preserved_hosts']} preserved hosts")
             unknown.append(f"{r['model_id']}: no gateway evidence of its demand in any PoC window: "
-                           "D_m and the suggested target are unknown (not zero)"
+                           "the measured D_m and a suggested target from it are unknown (not zero)"
+                           + ("" if est is None else f"; the proposal's D_m {est:,}, and its suggested target, "
+                              "are estimated from the accounting API (network_estimate: a mean in flight, not a "
+                              "peak)")
                            + ("" if took is None else f"; the accounting API gives no in-flight demand (counters "
                               f"without times), only that its preserved hosts took {took} misses in dispatch phase "
-                              "confirmation_poc (every CPoC of the epoch together)"))
+                              f"confirmation_poc (every CPoC of the epoch together{hosts})"))
             if took is not None:
                 r["demand_evidence"] = ("none: the accounting API gives no in-flight demand, only the preserved "
                                         "hosts' misses in dispatch phase confirmation_poc (cpoc_misses_accounting)")
@@ -627,13 +634,19 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
                  "until they failed: there it overstates what served requests would hold; compare the quiet "
                  "windows (peak_by_window) and a percentile (--statistic p95)")
     notes.append("weights: W_m and the node weights are raw poc_weight of the model; the gateway's cap reads the "
-                 "participant's subgroup weight, which the chain sets from the same poc_weight")
+                 "participant's weight in the model's subgroup (poc-overload's weight), set by the chain from "
+                 "all its nodes of the model, not only the preserved ones: it can exceed their poc_weight")
     if bundle_report:
         n_gw = len({g["gateway"] for g in gateways if g["windows_counted"]})
         notes.append(f"demand summed over {n_gw} gateway(s): the store's own logs and {len(bundle_report)} "
                      "bundle(s) (demand_sources); a gateway's window given twice counts once (the newest bundle's)")
         for g in gateways:
-            if g["source"] != demand_bundle.OWN_SOURCE and not g["windows_counted"] and not g["windows_superseded"]:
+            for same in sorted({w["same_as"] for w in g["windows_same_as_another"]}):
+                n = sum(1 for w in g["windows_same_as_another"] if w["same_as"] == same)
+                notes.append(f"{g['source']} ({g['gateway']}): {n} window(s) hold the very same per-second "
+                             f"demand as {same}'s: one gateway's data under two names, counted once (as {same})")
+            if g["source"] != demand_bundle.OWN_SOURCE and not g["windows_counted"] and not g["windows_superseded"] \
+                    and not g["windows_same_as_another"]:
                 notes.append(f"bundle {g['source']} ({g['gateway']}) covers no cPoC window of the epochs asked "
                              f"({g['windows_outside_epochs']} window(s) of other epochs): it adds nothing")
         other = sorted({f"{b['gateway']}: {b['per_10000']:g}" for b in gateways
@@ -642,15 +655,14 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
             notes.append(f"D_m uses per_10000 {per:g} for every gateway; bundles that give another setting: "
                          + "; ".join(other))
     gov = _governance(rows, per)
-    estimate = _network_estimate(store, epochs, runs, latency, opt, per)
     proposal = _proposal(rows, gov, estimate, gateways)
     data = {"epoch": last, "epochs_used": epochs, "statistic": opt.statistic, "headroom": opt.headroom,
             "per_10000": per, "per_10000_source": per_source, "windows": windows,
             "preserved_targets": rows, "governance": gov, "notes": notes,
             "demand_sources": {"gateways": gateways, "bundles": bundle_report},
             "network_estimate": estimate, "proposal": proposal}
-    coverage = {"sources": ["chain", "gateway_log"] + (["bundle"] if bundle_report else []), "missing": [],
-                "unknown": unknown, "gateway_sources": sources}
+    coverage = {"sources": ["chain", "gateway_log", "accounting"] + (["bundle"] if bundle_report else []),
+                "missing": [], "unknown": unknown, "gateway_sources": sources}
     covering = gov["covering_poc_slot_allocation"]
     header = [("epochs", ", ".join(map(str, epochs))),
               ("demand statistic", f"{opt.statistic} x headroom {opt.headroom:g}"),
@@ -720,7 +732,10 @@ def _tables(rows: list[dict], gov: dict, notes: list[str], proposal: dict, estim
                    "plan_smallest_cap": plan.get("smallest_node_cap"),
                    "chain_nodes": cmp_[0].get("nodes"), "chain_smallest": cmp_[0].get("smallest_node_weight"),
                    "chain_smallest_cap": cmp_[0].get("smallest_node_cap")})
-    t2 = [{k: v for k, v in c.items() if k != "implied_by_model"} for c in gov["candidates"]]
+    # the implied weights are per model, in each model's own units: their sum (the JSON's
+    # implied_preserved_weight) is no quantity a reader can compare, so the table leaves it out
+    t2 = [{k: v for k, v in c.items() if k not in ("implied_by_model", "implied_preserved_weight")}
+          for c in gov["candidates"]]
     t3 = [{"model_id": m["model_id"], "W_m": m["total_weight"], "allocation_target": m["allocation_target"],
            "D_m": m["demand_weight"], "demand_basis": m["demand_basis"], "suggested_target": m["suggested_target"],
            "own_target": "yes" if m["per_model_target"] else "no"} for m in proposal["models"]]
@@ -734,7 +749,8 @@ def _tables(rows: list[dict], gov: dict, notes: list[str], proposal: dict, estim
                               "peak_inflight"], failing=lambda r: bool(r["gap"] and r["gap"] > 0),
                     legend=["W_m", "D_m"]),
               Table("Candidate poc_slot_allocation values", list(t2[0].keys()) if t2 else [], t2,
-                    [gov["note"]] + [u["model_id"] + ": " + u["why"] for u in gov["uncovered_models"]]),
+                    [gov["note"], "each model's implied weight per candidate: --format json (implied_by_model)"]
+                    + [u["model_id"] + ": " + u["why"] for u in gov["uncovered_models"]]),
               Table("Proposal for governance: per-model targets and one fraction for the rest",
                     list(t3[0].keys()) if t3 else [], t3,
                     proposal["statements"] + [proposal["rule"]]

@@ -35,6 +35,7 @@ from .misstest import facts as misstest_facts, grace_applied, verdict_of as chai
 from .misstest_math import P0Result, dynamic_p0
 
 KEY, TITLE = "watch", "Miss test of the running epoch"
+UNSETTLED_SOURCES = ("accounting", "host")     # where the misses of escrows not yet settled on chain are read
 COLUMNS = ["participant", "requests_so_far", "missed_so_far", "missed_unsettled", "projected_requests",
            "projected_missed", "critical_misses", "margin", "projected_verdict", "verdict_now",
            "exhaust_misses_per_hour", "missed_by_source"]
@@ -154,17 +155,19 @@ def assess(reading: Any, options: WatchOptions | None = None) -> Result:
     span, elapsed = w.end - w.start, max(0, min(w.height, w.end) - w.start)
     notes = list(reading.notes)
     per: dict[str, dict[str, Any]] = {}
+    # a source read starts at 0; one not read counts nothing: its misses are unknown (None), not zero
+    unsettled = {s: (0 if s in reading.sources else None) for s in UNSETTLED_SOURCES}
     for p, (inf, miss) in reading.chain.items():
         per[p] = {"requests_chain": inf + miss, "missed_chain": miss, "assigned_u": 0,
-                  "by_source": {"chain": miss, "accounting": 0, "host": 0}}
+                  "by_source": {"chain": miss, **unsettled}}
     for u in reading.unsettled:
         d = per.setdefault(u.participant, {"requests_chain": 0, "missed_chain": 0, "assigned_u": 0,
-                                           "by_source": {"chain": 0, "accounting": 0, "host": 0}})
+                                           "by_source": {"chain": 0, **unsettled}})
         d["assigned_u"] += u.assigned
-        d["by_source"][u.source] += u.missed
+        d["by_source"][u.source] += u.missed         # a source read: its count starts at 0
     now_rows, proj_rows = {}, {}
     for p, d in per.items():
-        missed_u = d["by_source"]["accounting"] + d["by_source"]["host"]
+        missed_u = sum(d["by_source"][s] or 0 for s in UNSETTLED_SOURCES)
         req, miss = d["requests_chain"] + d["assigned_u"], d["missed_chain"] + missed_u
         now_rows[p] = (req, miss)
         proj_rows[p] = (_scale(req, elapsed, span), _scale(miss, elapsed, span))
@@ -232,7 +235,9 @@ def _row(p: str, d: dict, now: tuple[int, int], proj: tuple[int, int], p0_now: P
         "participant": p,
         "requests_so_far": req,
         "missed_so_far": miss,
-        "missed_unsettled": miss - d["missed_chain"],
+        # none of the sources of unsettled escrows read: unknown, not zero
+        "missed_unsettled": (None if all(d["by_source"][s] is None for s in UNSETTLED_SOURCES)
+                             else miss - d["missed_chain"]),
         "projected_requests": preq,
         "projected_missed": pmiss,
         "critical_misses": crit,
@@ -269,8 +274,12 @@ def _finding(row: dict[str, Any], p0_end: P0Result, share: float, w: Any) -> Fin
     return None
 
 
-def _by_source(d: dict[str, int]) -> str:
+def _by_source(d: dict[str, int | None]) -> str:
     return ", ".join(f"{k} {v}" for k, v in d.items() if v) or "none"
+
+
+def _count(n: int | None) -> str:
+    return "not read (unknown)" if n is None else str(n)
 
 
 def _data(reading: Any, p0_now: P0Result, p0_end: P0Result, per: dict, now_rows: dict, shown: list,
@@ -278,7 +287,8 @@ def _data(reading: Any, p0_now: P0Result, p0_end: P0Result, per: dict, now_rows:
     w = reading.window
     req = sum(r for r, _ in now_rows.values())
     miss = sum(m for _, m in now_rows.values())
-    by_source = {s: sum(d["by_source"][s] for d in per.values()) for s in ("chain", "accounting", "host")}
+    by_source = {s: (None if s in UNSETTLED_SOURCES and s not in reading.sources else
+                     sum(d["by_source"][s] or 0 for d in per.values())) for s in ("chain", *UNSETTLED_SOURCES)}
     return {
         "epoch": w.epoch,
         "height": w.height,
@@ -309,8 +319,8 @@ def _header(data: dict, p0_now: P0Result) -> list[tuple[str, str]]:
         ("network miss share", share),
         ("p0 if the epoch ended now", f"{n['p0']:g}" + (" (outage breaker: nobody punished)" if p0_now.skip else "")
          + f"; at the projected end {n['p0_projected']:g}"),
-        ("misses by source", f"chain {src['chain']} (settled escrows), accounting {src['accounting']}, "
-                             f"host {src['host']} (not yet settled; each counted once)"),
+        ("misses by source", f"chain {src['chain']} (settled escrows), accounting {_count(src['accounting'])}, "
+                             f"host {_count(src['host'])} (not yet settled; each counted once)"),
         ("assumption", ASSUMPTION),
     ]
 

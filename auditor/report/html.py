@@ -9,6 +9,7 @@ charts and its tables. Click a column heading to sort a table.
 from __future__ import annotations
 
 import json
+import re
 
 from ..result import Finding, Result, Table
 from . import figures
@@ -16,13 +17,24 @@ from .charts import MIN_WIDTH, to_svg
 from .view import Findings, View, cell, coverage_caveats, finding_groups, json_default, legend, numeric
 from .text import html as escape  # the rule for outside text in html
 
+# an id, a time, a number or a path (a token of digits, hyphens, colons, dots or slashes): the
+# browser breaks one at its hyphens (2026-09- / 17T09:41:09Z); kept on one line, up to a length
+# a narrow window still shows whole
+_UNBROKEN = re.compile(r"[\w.+\-:/]{8,48}")
+
+
+def _kept(text: str) -> str:
+    """``text`` escaped, each id, time, number or path in it on one line."""
+    return _UNBROKEN.sub(lambda m: m.group(0) if m.group(0).isalpha() else f'<span class="nb">{m.group(0)}</span>',
+                         escape(text))
+
 STYLE = """
 *,*::before,*::after{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222;overflow-wrap:anywhere}
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0}.scroll>table{margin:0}
 figure.chart{margin:1em 0}figure.chart figcaption{font-weight:600;font-size:13px}
 .chart-box{overflow-x:auto;max-width:100%}.chart-box svg.chart{min-width:MIN_WIDTHpx;max-width:900px}
-td,th{overflow-wrap:normal}td.prose{min-width:30ch;max-width:60ch;overflow-wrap:break-word}
+td,th{overflow-wrap:normal}td.prose{min-width:30ch;max-width:60ch;overflow-wrap:break-word}.nb{white-space:nowrap}
 .scroll.wide{width:calc(100vw - 2em);max-width:calc(100vw - 2em);margin-left:calc(50% - 50vw + 1em)}
 nav.summary{background:#fafafa;border:1px solid #eee;padding:.4em 1em;margin:1em 0}nav.summary ul{margin:.2em 0}
 tr.fail td{background:#fdecea}tr.fail td:first-child{box-shadow:inset 3px 0 #b00020}
@@ -99,10 +111,10 @@ def _table(t: Table, section_title: str = "") -> str:
                 else:
                     unknown = ' data-sort=""' if v is None else ""       # sorts last
                     prose = ' class="prose"' if c in prose_columns else ""
-                    cells.append(f"<td{unknown}{prose}>{escape(cell(v))}</td>")
+                    cells.append(f"<td{unknown}{prose}>{_kept(cell(v, c))}</td>")
             out.append(("<tr class=\"fail\">" if t.failed(r) else "<tr>") + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
-    out += [f'<p class="note">{escape(n)}</p>' for n in t.notes]
+    out += [f'<p class="note">{_kept(n)}</p>' for n in t.notes]
     out.append(_legend(t.legend))
     return "".join(out)
 
@@ -169,7 +181,7 @@ def _findings_list(findings: list[tuple[Finding, str]], title: str, anchor: str,
         model = f" ({escape(f.model)})" if f.model and f.model != f.subject["id"] else ""
         items.append(f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}</code> '
                      f'{escape(f.subject["kind"])} <code>{escape(str(f.subject["id"]))}</code>{model}: '
-                     f'{escape(f.summary)} <a href="#evidence-{i}">evidence</a>'
+                     f'{_kept(f.summary)} <a href="#evidence-{i}">evidence</a>'
                      + (f'<span class="action">next: {_code_spans(f.action)}</span>' if f.action else "") + "</li>")
         evidence = json.dumps(f.evidence, default=json_default, indent=1, ensure_ascii=False)
         blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
@@ -198,7 +210,7 @@ def to_html(result: Result, view: View = View()) -> str:
             _header(result.header, result.legend) if result.parts else "", _findings(groups, section_of)]
     body += [_section(p) for p in parts]
     if caveats := coverage_caveats(result):
-        body.append('<h2 id="caveats">Coverage caveats</h2><ul>' + "".join(f"<li>{escape(c)}</li>" for c in caveats)
+        body.append('<h2 id="caveats">Coverage caveats</h2><ul>' + "".join(f"<li>{_kept(c)}</li>" for c in caveats)
                     + "</ul>")
     if view.command:
         body.append(f'<p class="note">Made by <code>{escape(view.command)}</code>.</p>')

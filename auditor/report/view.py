@@ -248,10 +248,15 @@ def coverage_caveats(result: Result) -> list[str]:
     """What the sources did not cover, as the analysis (or each source) says: every text
     format ends with them ("Coverage caveats")."""
     cov = result.coverage or {}
-    if result.parts:   # the epoch report: per source
-        return [f"{source}: {m}" for source, entry in cov.items() if isinstance(entry, dict)
+    if result.parts:   # the epoch report: per source, then what each analysis could not tell
+        said = [f"{source}: {m}" for source, entry in cov.items() if isinstance(entry, dict)
                 for m in entry.get("missing") or []]
-    return list(cov.get("missing") or []) + list(cov.get("unknown") or [])
+        said += [f"{part.key}: {u}" for part in result.parts for u in (part.coverage or {}).get("unknown") or []]
+    else:
+        said = list(cov.get("missing") or []) + list(cov.get("unknown") or [])
+    # once: a caveat a table already says under it (history's) is not said again at the end
+    noted = {n for t in result.tables for n in t.notes}
+    return [c for c in dict.fromkeys(said) if c not in noted]
 
 
 def _legend(abbreviations: list[str], depth: int) -> Iterator[tuple[str, int, Any]]:

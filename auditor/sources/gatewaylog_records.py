@@ -147,12 +147,13 @@ class LogFiles:
                 src = next((r for r in out.values() if r.head_len and self._continues(r, t, False)), None)
                 if src is not None:
                     self.copies[t.path] = src
-        # one content given under two names, both new and of one kind (a copy someone made, not
-        # a rotation): the first given is read, the other after it from where that one ends
-        first: dict[tuple[str, str], str] = {}
+        # one content given under two names, both new (a copy someone made, `gzip -k`, not a
+        # rotation: that would have moved a record): the first given is read, the other after
+        # it from where that one ends; a .gz and the plain file it compresses alike
+        first: dict[str, str] = {}
         for t in files:
             if t.path not in out and t.path not in self.copies and t.head:
-                src = first.setdefault((t.kind, _sha(t.head)), t.path)
+                src = first.setdefault(_sha(t.head), t.path)
                 if src != t.path:
                     self.copies[t.path] = src
         given = {t.path for t in files}
