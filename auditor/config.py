@@ -110,6 +110,8 @@ def load(path: Path) -> dict[str, Any]:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:   # tomllib reads UTF-8 only, and raises this for other bytes
+        raise UsageError(f"{path}: not valid TOML: not UTF-8 at byte {exc.start}") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
 

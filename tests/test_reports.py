@@ -370,10 +370,11 @@ def test_config_file_precedence(demo, tmp_path):
     ("[epoch]\nformat = 'xml'\n", "epoch.format = 'xml'"),
     ("[epochs]\nx = 1\n", "unknown table [epochs]"),
     ("rate = [\n", "not valid TOML"),
+    (b"rate = '\xff'\n", "not UTF-8 at byte 8"),          # tomllib's UnicodeDecodeError: an internal error
 ])
 def test_bad_config_is_one_line_and_exit_2(tmp_path, text, says):
     cfg = tmp_path / "bad.toml"
-    cfg.write_text(text)
+    cfg.write_bytes(text if isinstance(text, bytes) else text.encode())
     r = run_cli("--config", str(cfg), "misstest", "403", db=tmp_path / "x.duckdb")
     assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
