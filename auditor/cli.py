@@ -27,7 +27,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .errors import EXIT_SOURCE, EXIT_USAGE, AuditorError, caused_by_memory, is_out_of_memory, out_of_memory
+from .errors import (EXIT_SOURCE, EXIT_USAGE, AuditorError, caused_by_memory, damaged_store, is_damaged_store,
+                     is_out_of_memory, out_of_memory)
 from .times import MAX_SECONDS      # the bound of every duration option
 
 app = typer.Typer(
@@ -913,6 +914,8 @@ def main(argv: list[str] | None = None) -> None:
             _print_traceback()
         if is_out_of_memory(exc):
             _fail(out_of_memory(exc), EXIT_SOURCE)
+        if is_damaged_store(exc):
+            _fail(f"error: {damaged_store(exc, state.db)}", EXIT_SOURCE)
         _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", EXIT_SOURCE)
     if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130
         print("auditor: interrupted", file=sys.stderr)

@@ -86,4 +86,19 @@ def caused_by_memory(exc: AuditorError) -> str:
     return f" (DuckDB may use {memory_limit()}: {_MORE_MEMORY})"
 
 
+def is_damaged_store(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is DuckDB finding its file damaged (a block whose checksum does not match:
+    a disk's fault, a copy cut short, a write by something else), told by its words."""
+    return exc is not None and "Corrupt database file" in str(exc)
+
+
+def damaged_store(exc: BaseException, db: object) -> str:
+    """The one line for a damaged store: what DuckDB found, and what to do (nothing auditor can
+    mend: the file is kept as it is, for a backup's place or a bug report)."""
+    what = str(exc).split("\n", 1)[0].strip().removeprefix("Corrupt database file: ")
+    where = f" {db}" if db else ""
+    return (f"the store{where} is damaged ({what}): auditor cannot read all of it; keep the file, and "
+            "restore it from a backup or collect again into a new --db")
+
+
 _MORE_MEMORY = "run the command again with more, e.g. AUDITOR_MEMORY_LIMIT=4GB, or with AUDITOR_THREADS=1"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, q, run_cli
 
 
 def one_line(r, code: int) -> str:
@@ -646,6 +646,32 @@ def test_duckdb_out_of_memory_is_one_line_saying_what_helps_and_stores_nothing_h
         line = one_line(run_cli("--quiet", "collect", "--gateway-log", log, db=tmp_path / f"{limit}.duckdb",
                                 env={"AUDITOR_MEMORY_LIMIT": limit}), 3)
         assert f"DuckDB may use {limit}:" in line and "AUDITOR_MEMORY_LIMIT=4GB" in line, line
+
+
+def test_a_damaged_store_is_one_line_saying_so_for_an_analysis_and_for_sql(demo, tmp_path):
+    """A block of the store whose checksum does not match (a disk's fault, a copy cut short):
+    DuckDB's error read 'internal error' from an analysis and 'query failed', a usage error
+    (exit 2), from `auditor sql`. Both say the store is damaged and what to do, exit 3."""
+    import shutil
+
+    tables = [t for t, in q(demo, "SELECT table_name FROM duckdb_tables()")]
+    every_row = ["sql", "SELECT " + " + ".join(f"(SELECT sum(length(CAST(t AS VARCHAR))) FROM {t} t)" for t in tables)]
+    analysis = ["epoch", "403", "--offline", "--format", "json"]
+    block, first = 262144, 12288           # DuckDB's block size, after its three header pages
+    for k in range((demo.stat().st_size - first) // block - 1, 0, -1):   # from the end, past the catalog
+        bad = tmp_path / f"bad-{k}.duckdb"
+        shutil.copy(demo, bad)
+        with open(bad, "r+b") as f:
+            f.seek(first + k * block + 100)
+            f.write(b"\xff" * 64)
+        if run_cli("sql", "SELECT 1", db=bad).returncode == 0 and run_cli(*analysis, db=bad).returncode != 0:
+            break
+    else:
+        pytest.skip("no block the report reads was found to damage")
+    for args in (every_row, analysis):
+        line = one_line(run_cli("--quiet", *args, db=bad), 3)
+        assert f"the store {bad} is damaged (" in line and "collect again into a new --db" in line, line
+        assert "internal error" not in line and "query failed" not in line, line
 
 
 # -- round 3 (issue 35): paths the tool writes ----------------------------------------------------

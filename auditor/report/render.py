@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import UsageError
+from ..errors import AuditorError, StoreError, UsageError, damaged_store, is_damaged_store
 from ..result import Result, Stream, Table
 from .formats import FORMATS, Format
 from .view import View  # noqa: F401  (what callers give emit and render: render.View)
@@ -142,7 +142,9 @@ def query_result(store, sql: str, fmt: str) -> Result:
     SHOWN_ROWS and count the rest. Columns of one name are kept apart (``distinct_names``)."""
     import duckdb
 
-    def failed(exc: duckdb.Error) -> UsageError:
+    def failed(exc: duckdb.Error) -> AuditorError:
+        if is_damaged_store(exc):       # the file's fault, not the query's
+            return StoreError(damaged_store(exc, store.path))
         return UsageError(f"query failed: {str(exc).splitlines()[0]}")
 
     try:
