@@ -10,7 +10,7 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from auditor.sources.gatewaylog_gzip import gunzip
+from auditor.sources.gatewaylog_gzip import MaybeGzip, gunzip
 from conftest import run_cli, q
 
 # members of text (compressible: one of a few kB can decompress past any step), random bytes,
@@ -56,3 +56,57 @@ def test_a_truncated_member_is_still_an_error(cut):
     data = gzip.compress(b"x" * 100_000) + gzip.compress(b"y" * 10)
     with pytest.raises((EOFError, zlib.error)):
         list(gunzip(io.BytesIO(data[:-cut]), 1 << 10))
+
+
+# -- a gzip stream on stdin (`cat app.log.gz | auditor collect --gateway-log -`) -------------------
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=3000).filter(lambda b: not b.startswith(MaybeGzip.MAGIC)), st.sampled_from([1, 2, 7, 1 << 10]))
+def test_a_plain_stream_passes_as_it_is(data, step):
+    """Bytes that do not start as gzip does (a leading 0x1f alone included) pass unchanged."""
+    chunks = list(MaybeGzip(io.BytesIO(data), step).chunks())
+    assert b"".join(c for c, _ in chunks) == data and all(done for _, done in chunks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(MEMBER, min_size=1, max_size=4), st.sampled_from([1, 2, 7, 1 << 10]), st.integers(0, 3))
+def test_a_gzip_stream_is_its_members_uncompressed(members, step, cut):
+    """Whole members: every byte, each member's last ones verified; a stream cut inside its last
+    member: what the verified members hold, and the damage said."""
+    data = b"".join(gzip.compress(m) for m in members)
+    data = data[:len(data) - cut]
+    source = MaybeGzip(io.BytesIO(data), step)
+    chunks = list(source.chunks())
+    assert source.gzip
+    verified, n = 0, 0
+    for c, done in chunks:
+        n += len(c)
+        verified = n if done else verified
+    whole = members if not cut else members[:-1]
+    assert verified == sum(map(len, whole)) and b"".join(c for c, _ in chunks)[:verified] == b"".join(whole)
+    assert (source.damage is None) == (cut == 0)
+
+
+def test_gzip_on_stdin_is_read_as_its_lines_and_a_damaged_member_is_not_stored(tmp_path):
+    """`cat section12.log.gz | auditor collect --gateway-log -`: every line was rejected as
+    invalid UTF-8 (exit 0, nothing stored). Now its 81 lines are stored, as from the .gz; the
+    plain file on stdin after it is the same content, skipped; a stream whose second member is
+    cut stores the first member's lines alone and says so (exit 3)."""
+    from conftest import FIXTURES
+
+    logs = FIXTURES / "gateway-logs"
+    db = tmp_path / "a.duckdb"
+    r = run_cli("collect", "--gateway-log", "-", db=db, stdin=(logs / "section12.log.gz").read_bytes())
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "loaded log_events 81" in err and "rejected" not in err, err
+    ref = tmp_path / "ref.duckdb"
+    assert run_cli("collect", "--gateway-log", str(logs / "section12.log.gz"), db=ref).returncode == 0
+    rows = "SELECT line_no, kind, name, request, escrow, nonce, host, fields::VARCHAR FROM log_events ORDER BY ALL"
+    assert q(db, rows) == q(ref, rows)
+    r = run_cli("collect", "--gateway-log", "-", db=db, stdin=(logs / "section12.log").read_bytes())
+    assert r.returncode == 0 and "same content as read before" in r.stderr.decode(), r.stderr
+    first, second = b"2026/09/30 11:00:00 escrow_balance_exhausted escrow=1\n", b"".join(
+        f"2026/09/30 11:00:{i % 60:02d} escrow_balance_exhausted escrow={i}\n".encode() for i in range(2, 500))
+    cut = gzip.compress(first) + gzip.compress(second)[:-30]
+    r = run_cli("collect", "--gateway-log", "-", db=tmp_path / "b.duckdb", stdin=cut)
+    assert r.returncode == 3 and "MISSING stdin (gzip): damaged gzip (gzip member 2:" in r.stderr.decode(), r.stderr
+    assert q(tmp_path / "b.duckdb", "SELECT escrow FROM log_events") == [(1,)]

@@ -53,7 +53,7 @@ from ..progress import Progress
 from ..result import CollectReport
 from ..store import Store
 from .gatewaylog_files import HEAD_BYTES, STDIN, Target, _mtime, resolve_paths
-from .gatewaylog_gzip import gz_verified, verified_reader
+from .gatewaylog_gzip import MaybeGzip, gz_verified, verified_reader
 from .gatewaylog_read import BLOCK_SIZE, stream
 from .gatewaylog_records import FileRec, LogFiles
 from .gatewaylog_report import SOURCE, RunReport  # noqa: F401 - SOURCE: the coverage rows' source, named here too
@@ -229,7 +229,9 @@ class _Ingest:
 
     # -- stdin ------------------------------------------------------------------------------
     def read_stdin(self, t: Target, src: BinaryIO) -> None:
-        """Store what stdin holds. The same content as a stdin read before is skipped; content
+        """Store what stdin holds, a gzip stream decompressed (``zcat``-less ``cat app.log.gz |``;
+        its lines were rejected as invalid UTF-8), and of a damaged one only what its check
+        verified, as for a .gz file. The same content as a stdin read before is skipped; content
         that starts with all of one read before (``docker logs gw | auditor collect
         --gateway-log -`` again a day later) is stored from where that one ended: its earlier
         lines were stored again each time."""
@@ -237,14 +239,13 @@ class _Ingest:
         before = [r for r in self.files.recs.values() if r.kind == "stdin" and r.complete and r.content_sha256]
         cuts = sorted({r.byte_offset for r in before if r.byte_offset})
         prefix: dict[int, str] = {}         # a length of a stdin read before -> the digest of as many first bytes
-        written = 0
+        written = verified = 0
+        at_verified = h.copy()              # the digest of the first `verified` bytes
+        source = MaybeGzip(src)
         tmp = tempfile.NamedTemporaryFile(prefix="auditor-stdin-", suffix=".log", delete=False)
         try:
             with tmp:
-                while True:
-                    b = src.read(1 << 20)
-                    if not b:
-                        break
+                for b, done in source.chunks():
                     for cut in (c for c in cuts if written < c <= written + len(b)):
                         at = h.copy()
                         at.update(b[:cut - written])
@@ -252,11 +253,20 @@ class _Ingest:
                     h.update(b)
                     tmp.write(b)
                     written += len(b)
-            digest = h.hexdigest()
+                    if done:
+                        verified, at_verified = written, h.copy()
+                tmp.truncate(verified)      # a damaged member's bytes are not stored
+            digest = at_verified.hexdigest()
+            prefix = {cut: d for cut, d in prefix.items() if cut <= verified}
+            label = "stdin (gzip)" if source.gzip else "stdin"
+            if source.damage:
+                msg = (f"damaged gzip ({source.damage}): stored the {verified} uncompressed bytes its check "
+                       f"verified; dropped the {written - verified} bytes decoded after them, and anything that follows")
+                self.run.report.missing.append(f"{label}: {msg}")
             rec = next((r for r in self.files.recs.values() if r.kind == "stdin" and r.content_sha256 == digest),
                        None)
             if rec is not None and rec.complete:
-                self.run.report.skipped.append(f"stdin (same content as read before: {rec.path})")
+                self.run.report.skipped.append(f"{label} (same content as read before: {rec.path})")
                 self.run.coverage("stdin", "skipped", f"same content as {rec.path}")
                 return
             if rec is None:
@@ -266,15 +276,17 @@ class _Ingest:
                 if grown:           # the longest stdin read before that this one starts with
                     old = max(grown, key=lambda r: r.byte_offset)
                     rec.byte_offset, rec.lines = old.byte_offset, old.lines
-                    self.run.note(f"stdin: starts with all of {old.path} ({old.lines:,} lines, stored then): "
+                    self.run.note(f"{label}: starts with all of {old.path} ({old.lines:,} lines, stored then): "
                                   f"read after its byte {old.byte_offset:,}")
-            size = os.path.getsize(tmp.name)
             with open(tmp.name, "rb") as f:
                 head = f.read(HEAD_BYTES)
                 f.seek(rec.byte_offset)
-                self._stream(rec, f.readinto, final=True, total=max(0, size - rec.byte_offset), label="stdin",
-                             head=head, size=size, mtime=None)
-            self.run.coverage("stdin", "ok", f"{rec.path}: {rec.lines} lines")
+                self._stream(rec, f.readinto, final=source.damage is None, total=max(0, verified - rec.byte_offset),
+                             label=label, head=head, size=verified, mtime=None)
+            if source.damage:
+                self.run.coverage("stdin", "partial", f"{rec.path}: {rec.lines} lines; {msg}")
+            else:
+                self.run.coverage("stdin", "ok", f"{rec.path}: {rec.lines} lines")
         finally:
             try:
                 os.unlink(tmp.name)

@@ -44,6 +44,54 @@ def gunzip(f: BinaryIO, step: int = 1 << 20) -> Iterator[tuple[bytes, bool]]:
             yield out, False
 
 
+class _Joined:
+    """``head`` then the rest of ``f``: a stream whose first bytes were read to look at."""
+
+    def __init__(self, head: bytes, f: BinaryIO) -> None:
+        self.head, self.f = head, f
+
+    def read(self, n: int) -> bytes:
+        if self.head:
+            out, self.head = self.head[:n], self.head[n:]
+            return out
+        return self.f.read(n)
+
+
+class MaybeGzip:
+    """A stream (stdin) that may be gzip, told by its first bytes, as gzip itself tells it:
+    ``chunks()`` yields ``(bytes, verified)``: a plain stream's bytes as they come, each
+    verified; a gzip stream's uncompressed bytes, the flag True with the last bytes of each
+    member whose check passed. A damaged or truncated member ends it, and ``damage`` says
+    what was wrong (the bytes decoded since the last verified ones are not to be stored)."""
+
+    MAGIC = b"\x1f\x8b"
+
+    def __init__(self, f: BinaryIO, step: int = 1 << 20) -> None:
+        self.f, self.step = f, step
+        self.gzip = False
+        self.damage: str | None = None
+
+    def chunks(self) -> Iterator[tuple[bytes, bool]]:
+        head = self.f.read(max(self.step, 2))
+        while 0 < len(head) < 2:                  # a pipe may give one byte at a time
+            more = self.f.read(self.step)
+            if not more:
+                break
+            head += more
+        if not head.startswith(self.MAGIC):
+            while head:
+                yield head, True
+                head = self.f.read(self.step)
+            return
+        self.gzip, member = True, 1
+        try:
+            for out, done in gunzip(_Joined(head, self.f), self.step):
+                yield out, done
+                member += done
+        except (zlib.error, EOFError) as exc:
+            self.damage = f"gzip member {member}: {exc}"
+
+
 def gz_verified(path: str) -> tuple[int, int, str | None]:
     """The first pass over a .gz: (uncompressed bytes in whole members that passed their
     check, bytes decoded in all, what was wrong or None)."""
