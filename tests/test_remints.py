@@ -130,6 +130,15 @@ def test_each_finding_names_the_file_and_line_of_its_evidence(fixture_report):
     assert any(req in Path(e.split(":")[0]).read_text() for e in spurious[0]["evidence"]["log_lines"])
 
 
+def test_the_md_a_finding_says_to_attach_keeps_every_line_it_names(fixture_store, fixture_report):
+    """The findings' next step is to attach this md to an issue: its evidence was one JSON text cut
+    at 600 characters, which dropped the file:line of every line after the escrow's first few."""
+    db, _ = fixture_store
+    md = run_cli("remints", "396", "--offline", "--format", "md", db=db).stdout
+    named = [e for f in fixture_report["findings"] for e in f["evidence"]["log_lines"]]
+    assert len(named) > 10 and all(f"`{e}`" in md for e in named), md
+
+
 def test_the_html_keeps_times_whole_and_groups_quantities(fixture_store):
     """The browser broke a time at its hyphens (2026-09- / 17T06:31:45Z), and the cost table's
     mixed column printed 80000000 where the other views print 80,000,000."""

@@ -71,7 +71,10 @@ def _findings(out: io.StringIO, findings: list[Finding], max_rows: int) -> None:
         numbers = {k: v for k, v in f.evidence.items() if not isinstance(v, (dict, list))}
         if numbers:
             out.write("   " + ", ".join(f"{md(k)} = {md(cell(v), PROSE_LIMIT)}" for k, v in numbers.items()) + "\n")
-        rest = {k: v for k, v in f.evidence.items() if isinstance(v, (dict, list))}
+        lines = f.evidence.get("log_lines")
+        if isinstance(lines, list) and lines:      # where the finding's lines are: the bug report's core, never cut
+            out.write("   lines: " + ", ".join(md_code(line) for line in lines) + "\n")
+        rest = {k: v for k, v in f.evidence.items() if isinstance(v, (dict, list)) and k != "log_lines"}
         if rest:
             text = json.dumps(rest, default=json_default, ensure_ascii=False)
             out.write(f"   <sub>{md(text, EVIDENCE_CHARS)}</sub>\n")
