@@ -242,6 +242,17 @@ def test_no_low_balance_line_in_the_last_check_interval_means_at_least_the_thres
     assert d["evidence"]["balance"]["from_chain_amount"] == 584_800
 
 
+def test_the_periodic_checks_bound_is_the_threshold_the_gateway_logged_not_the_flags(tmp_path):
+    """The gateway's silence proves the balance was at least ITS threshold (logged: 1,000,000);
+    --threshold 60000000 made the evidence say 'at least the 60,000,000 threshold at the last
+    check', a number typed on the command line presented as the gateway's own check."""
+    d = by_escrow(remints(tmp_path / "a.duckdb", variant(tmp_path, amount_80502=29_500_000),
+                          "--threshold", "60000000"))[80502]
+    assert d["evidence"]["balance"]["from_periodic_check"] == 1_000_000, d["evidence"]["balance"]
+    assert "60,000,000" not in d["balance_source"] and d["evidence"]["balance"]["threshold"] == 60_000_000
+    assert d["classification"] == "legitimate"        # at least 1,000,000: below the 60,000,000 it is held to
+
+
 def test_a_deposit_below_the_threshold_is_legitimate_whatever_the_logs(tmp_path):
     d = by_escrow(remints(tmp_path / "a.duckdb", variant(tmp_path, amount_80502=900_000, requests_80502=0)))[80502]
     assert d["classification"] == "legitimate" and d["evidence"]["balance"]["upper_bound"] == 900_000

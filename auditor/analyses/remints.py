@@ -330,8 +330,12 @@ def check_bound(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans, thr
     ``escrow_depletion_deactivated``), ``checkBalances`` looks at every escrow every 30 s and
     logs ``escrow_balance_low`` below the threshold. No such line in the 30 s before ``t``, in
     logs that cover them: the balance was at least the threshold at the last check, and has
-    since dropped by at most what the requests started after it can have reserved.
-    None when that evidence is not there."""
+    since dropped by at most what the requests started after it can have reserved. The
+    threshold is the one the gateway logged (its check's, whatever --threshold says), else
+    ``threshold``. None when that evidence is not there."""
+    logged = life.get("logged_threshold")       # set by run: the gateway's own, from its lines
+    if logged is not None:
+        threshold = int(logged)
     if life["replacing_at"] is None and life["deactivated_at"] is None:
         return None
     if life["low_at"] is not None and utc(life["low_at"]) <= t:
@@ -1172,6 +1176,8 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
     lives = {int(r["escrow"]): r for r in store.query("remints_escrow_lives")}
     uses = Uses(store, untimed.place_requests(store.query("remints_requests")))
     untimed.place_lives(lives)
+    for life in lives.values():         # the periodic check's silence bounds a balance by this one
+        life["logged_threshold"] = logged["threshold"]
     all_holds = holds(store.query("remints_holds"), lives, uses)
     for h in all_holds:
         lives[h["escrow"]].setdefault("holds", []).append(h)
