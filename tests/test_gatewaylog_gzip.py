@@ -110,3 +110,30 @@ def test_gzip_on_stdin_is_read_as_its_lines_and_a_damaged_member_is_not_stored(t
     r = run_cli("collect", "--gateway-log", "-", db=tmp_path / "b.duckdb", stdin=cut)
     assert r.returncode == 3 and "MISSING stdin (gzip): damaged gzip (gzip member 2:" in r.stderr.decode(), r.stderr
     assert q(tmp_path / "b.duckdb", "SELECT escrow FROM log_events") == [(1,)]
+
+
+def test_a_plain_log_named_gz_is_read_and_a_damaged_gz_is_still_said(tmp_path):
+    """A plain log named .gz was taken for gzip by its name: 'damaged gzip', nothing stored,
+    exit 3. It is read as the text it is; a .gz whose bytes are neither gzip nor text is still
+    a damaged gzip."""
+    from conftest import FIXTURES
+
+    plain = tmp_path / "p.gz"
+    plain.write_bytes((FIXTURES / "gateway-logs" / "section12.log").read_bytes())
+    r = run_cli("collect", "--gateway-log", str(plain), db=tmp_path / "a.duckdb")
+    assert r.returncode == 0 and "loaded log_events 81" in r.stderr, r.stderr
+    cut = tmp_path / "d.gz"
+    cut.write_bytes((FIXTURES / "gateway-logs" / "section12.log.gz").read_bytes()[20:])
+    r = run_cli("collect", "--gateway-log", str(cut), db=tmp_path / "b.duckdb")
+    assert r.returncode == 3 and "damaged gzip" in r.stderr, r.stderr
+
+
+def test_an_empty_stdin_is_missing_not_a_log_of_no_lines(tmp_path):
+    """`docker logs gw | auditor collect --gateway-log -` whose docker call failed: an empty
+    stdin was stored as a log of 0 lines, exit 0 (and the next empty one 'same content as read
+    before'). It is said MISSING, exit 3, and nothing is stored."""
+    db = tmp_path / "a.duckdb"
+    for _ in range(2):
+        r = run_cli("collect", "--gateway-log", "-", db=db, stdin=b"")
+        assert r.returncode == 3 and "MISSING stdin: empty" in r.stderr.decode(), r.stderr
+    assert q(db, "SELECT count(*) FROM log_files") == [(0,)]

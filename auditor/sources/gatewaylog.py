@@ -256,6 +256,9 @@ class _Ingest:
                     if done:
                         verified, at_verified = written, h.copy()
                 tmp.truncate(verified)      # a damaged member's bytes are not stored
+            if not written:                 # a cron's `docker logs gw |` whose docker call failed
+                self.run.missing("stdin", "empty: no bytes came (did the command writing to it fail?); nothing stored")
+                return
             digest = at_verified.hexdigest()
             prefix = {cut: d for cut, d in prefix.items() if cut <= verified}
             label = "stdin (gzip)" if source.gzip else "stdin"

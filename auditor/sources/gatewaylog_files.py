@@ -123,10 +123,22 @@ def _not_regular(path: str) -> str | None:
 
 
 def _is_gzip(path: str) -> bool:
-    if path.endswith(".gz"):
-        return True
+    """gzip by its first bytes, as gzip tells it, whatever the name; a ``.gz`` that does not
+    start so is gzip still (a damaged one, said so) unless it starts as text: a plain log
+    named .gz was dropped whole as 'damaged gzip'."""
+    import codecs
+
     with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+        head = f.read(HEAD_BYTES)
+    if head[:2] == b"\x1f\x8b":
+        return True
+    if not path.endswith(".gz"):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head)   # a character cut at the end is no fault
+    except UnicodeDecodeError:
+        return True
+    return b"\0" in head
 
 
 def _content_head(path: str, kind: str) -> bytes:
