@@ -204,3 +204,22 @@ def test_a_copy_beside_the_file_it_copies_is_not_stored_twice(tmp_path, copy):
     gw.write(LINES_PER_CYCLE)
     collect(db, tmp_path / "app.log*")
     stored_once(db, gw.seq)
+
+
+def test_logs_that_start_with_nuls_are_not_copies_of_each_other(tmp_path):
+    """A writer without O_APPEND after copytruncate leaves NULs at the start of its file: every
+    such file had the same first 4 KiB, so b.log was taken for a copy of a.log, 'read after'
+    a.log's end, and none of its lines stored (exit 0). Each is read; only the line the NULs
+    run into is rejected."""
+    from conftest import FIXTURES
+
+    lines = (FIXTURES / "gateway-logs" / "section12.log").read_bytes().splitlines(keepends=True)
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes(b"\0" * 300_000 + b"".join(lines[:40]))
+    b.write_bytes(b"\0" * 8192 + b"".join(lines[40:]))
+    db = tmp_path / "n.duckdb"
+    r = run_cli("collect", "--gateway-log", str(a), "--gateway-log", str(b), db=db)
+    assert r.returncode == 0 and "a copy of" not in r.stderr, r.stderr
+    got = dict(q(db, "SELECT f.path, count(e.line_no) FROM log_files f LEFT JOIN log_events e USING (file_id) "
+                     "GROUP BY f.path"))
+    assert got == {str(a): 39, str(b): len(lines) - 41}, got

@@ -47,6 +47,13 @@ class FileRec:
 _COLS = list(FileRec.__dataclass_fields__)
 
 
+def _identifies(head: bytes | None) -> bool:
+    """Whether a file's first bytes tell its content from another's: not when they are all NUL
+    (a writer without O_APPEND after logrotate's copytruncate leaves a run of NULs at the start
+    of every such file, so one was taken for a copy of another and its lines never read)."""
+    return bool(head) and bool(head.strip(b"\0"))
+
+
 class LogFiles:
     """The log_files records of a store, as this run reads and moves them."""
 
@@ -113,6 +120,8 @@ class LogFiles:
             return False
         if by_inode and (rec.device, rec.inode) != (t.st.st_dev, t.st.st_ino):
             return False
+        if not by_inode and not _identifies(t.head):
+            return False
         return self._head_matches(rec, t) if rec.head_len else by_inode
 
     def match(self, targets: list[Target]) -> dict[str, FileRec]:
@@ -152,7 +161,7 @@ class LogFiles:
         # it from where that one ends; a .gz and the plain file it compresses alike
         first: dict[str, str] = {}
         for t in files:
-            if t.path not in out and t.path not in self.copies and t.head:
+            if t.path not in out and t.path not in self.copies and _identifies(t.head):
                 src = first.setdefault(_sha(t.head), t.path)
                 if src != t.path:
                     self.copies[t.path] = src
