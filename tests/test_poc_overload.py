@@ -139,6 +139,20 @@ def test_counterfactual_applies_the_cap(report, fixture_db):
     assert _win(win, "cpoc:0", S)["counterfactual"]["refused"] >= cf["refused"]
 
 
+@pytest.mark.parametrize("span, says", [
+    ("generation", "the cap applied during PoC generation only (grace + generation, as proposed)"),
+    ("window", "the cap applied over the whole window (--cap-span window)")])
+def test_the_counterfactual_says_its_span_in_the_table_and_the_finding(fixture_db, span, says):
+    """cf_* read 'the window replayed with the proposed per-host cap' where, by default, the cap
+    is applied to PoC generation alone (7.7 of a 55-minute window): 'capping barely helps' was
+    read of the whole window. The table's note and the finding's evidence say the span."""
+    r = run_cli("poc-overload", "403", "--offline", "--cap-span", span, "--participant", S, db=fixture_db)
+    assert r.returncode == 0 and says in r.stdout.replace("\n", " "), r.stdout
+    rep = run_json("poc-overload", "403", "--offline", "-f", "json", "--cap-span", span, db=fixture_db)
+    cf = next(f for f in rep["findings"] if f["code"] == "poc_overload")["evidence"]["counterfactual"]
+    assert cf["span"] == span and cf["span_start"] < cf["span_end"], cf
+
+
 def test_larger_and_idle_preserved_hosts_and_the_quiet_cpoc_are_not_flagged(report):
     big = _win(report, "cpoc:0", B)
     assert big["requests"] > 100 and big["peak_inflight"] <= big["cap"] and big["misses"] == 0

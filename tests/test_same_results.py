@@ -51,6 +51,8 @@ EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"hedging": ("--all-races",)}
 _BY_GATEWAY = ["misses_by_gateway", "misses_by_gateway_is"]
 # the 2026-12-05 review: a remints finding's evidence names where its lines are (file:line)
 _LOG_LINES = ["log_lines", "log_lines_more"]
+# the 2026-12-05 review: a poc_overload finding's counterfactual says where the cap applies
+_CF_SPAN = ["span", "span_start", "span_end"]
 _GOVERNANCE = ["uncovered_models", "need_by_model", "driven_by", "covering_without_driver", "covers"]
 ADDED: dict[str, dict[str, list[str]]] = {
     # issue 32: every command's JSON says the version of its contract (CHANGELOG.md)
@@ -62,6 +64,7 @@ ADDED: dict[str, dict[str, list[str]]] = {
         # issue 34: a participant's capability refusals (accounting schema 6) next to its misses;
         # issues 33/36: its misses per gateway, when several gateways' accounting is stored
         "findings[].evidence": ["capability_refusals", *_BY_GATEWAY, *_LOG_LINES],
+        "findings[].evidence.counterfactual": _CF_SPAN,
         "misstest.participants[]": ["misses_by_gateway"],
         # issue 34: today's gateway: holds, requests no escrow could fund, the gateway's generation
         "remints": ["holds", "unaffordable_requests"],
@@ -78,7 +81,8 @@ ADDED: dict[str, dict[str, list[str]]] = {
     "hedging": {"": ["races_listed", "attempt_durations"], "totals": ["duration_basis"]},
     "misstest": {"findings[].evidence": ["capability_refusals", *_BY_GATEWAY],
                  "participants[]": ["misses_by_gateway"]},
-    "poc-overload": {"findings[].evidence": ["capability_refusals", *_BY_GATEWAY]},
+    "poc-overload": {"findings[].evidence": ["capability_refusals", *_BY_GATEWAY],
+                     "findings[].evidence.counterfactual": _CF_SPAN},
     "remints": {"": ["holds", "unaffordable_requests"], "findings[].evidence": _LOG_LINES},
     "targets": {"": ["demand_sources", "network_estimate", "proposal"], "governance": _GOVERNANCE},
 }

@@ -222,7 +222,7 @@ def run(store: Store, epoch: int, options: Options | None = None, *, ctx: Run | 
                        for e in events],
             "windows": windows, "cpoc_misses": cpoc_misses, "notes": notes}
     coverage = {"sources": ["chain", "accounting", "gateway_log"], "missing": missing, "unknown": unknown}
-    tables = _tables(windows, notes, per_source, len(events), inp.mt.p0)
+    tables = _tables(windows, notes, per_source, len(events), inp.mt.p0, opt.cap_span)
     by_gateway = [{"participant": p, "gateway": g, "misses": n}
                   for p, c in cpoc_misses.items() for g, n in (c.get("misses_by_gateway") or {}).items()]
     if by_gateway:                      # several gateways' accounting: whose traffic failed (issue 33)
@@ -594,7 +594,7 @@ def _finding(entry: dict, opt: PocOverloadOptions, share_before, share_win) -> F
         "escrows": entry["escrows"], "miss_test": entry["miss_test"],
         "window_flips_verdict": entry.get("window_flips_verdict"),
         "counterfactual": {k: cf.get(k) for k in ("refused", "misses_avoided", "misses_remaining",
-                                                  "would_pass_miss_test")},
+                                                  "would_pass_miss_test", "span", "span_start", "span_end")},
         "attribution": entry["attribution"], "overload_rule": f"peak >= {opt.overload_factor} x cap and >= cap + 2",
         "query": "queries/poc_overload_attempts.sql",
     }
@@ -702,7 +702,7 @@ def _risk_text(r: Mapping[str, Any] | None) -> str:
 
 
 def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: int = 1,
-            p0: Decimal | None = None) -> list[Table]:
+            p0: Decimal | None = None, cap_span: str = "generation") -> list[Table]:
     rows = []
     acct_row: dict[tuple[str, str], str] = {}       # the row that prints a host's accounting count
     # hosts whose misses the logs count in some window: the accounting's count (every CPoC
@@ -744,7 +744,10 @@ def _tables(windows: list[dict], notes: list[str], per_source: str, n_events: in
                "poc_weight of its preserved nodes (preserved_weight in --format json), which the preserved-weight "
                "sections sum.",
                "unknown = no gateway evidence for that window or model (never zero load).",
-               "--format json has the counterfactual's assumptions."]
+               "cf_*: the cap applied " + ("during PoC generation only (grace + generation, as proposed); "
+                                           "--cap-span window applies it to the whole window"
+                                           if cap_span != "window" else "over the whole window (--cap-span window)")
+               + "; --format json has the counterfactual's assumptions."]
     if any(r["misses_from"] and r["misses_from"].startswith("accounting") for r in rows):
         t_notes.append("misses from accounting: " + cpoc.ACCOUNTING_BASIS + "; without a log, "
                        + ", ".join(cpoc.UNKNOWN_WITHOUT_LOG) + " stay unknown.")

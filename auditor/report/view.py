@@ -204,7 +204,7 @@ LEGEND = {
     "W_m": "W_m = model m's total PoC weight",
     "D_m": "D_m = the weight needed to serve model m's in-flight demand in a PoC window at the gateway's "
            "per-10,000 ratio (demand_weight)",
-    "cf_*": "cf_* = counterfactual: the window replayed with the proposed per-host cap",
+    "cf_*": "cf_* = counterfactual: the window replayed with the proposed per-host cap, over the span the notes say",
     "(table)": "(table) = the allowance is the chain's table of critical misses for that p0 "
                "(above 990 requests the chain's rate rule)",
 }
