@@ -173,10 +173,11 @@ def validation_from_its_start(before: dict, now: dict) -> None:
 # a next step's words as they were, from what they are now (a pattern of the new words, the old
 # words, text only the old words hold): over --since/--until it names that range, where it said
 # `auditor hedging N`, which did not run as printed; mint_peak's counts the mints not explained,
-# where it called them all "unexplained" though some are replacements of unknown class (both
-# from the 2026-12-05 reviews)
+# where it called them all "unexplained" though some are replacements of unknown class, and
+# says "legitimate" deactivations, as its summary does (a replacement of unknown class follows
+# a deactivation too) (the 2026-12-05 reviews)
 REWORDED = [(r"auditor hedging --since \S+ --until \S+ ", "auditor hedging N ", "auditor hedging N "),
-            (r"the (\d+) mint\(s\) of (\S+) that rotation and deactivations do not explain,",
+            (r"the (\d+) mint\(s\) of (\S+) that rotation and (?:legitimate )?deactivations do not explain,",
              r"the \1 unexplained mint(s) of \2", "unexplained mint(s)")]
 
 

@@ -342,8 +342,8 @@ Example:
                     "one request larger than the balance retired escrow {subject}"),
                Code("mint_peak", ("warn",), "model",
                     "more regular mints than rotation explains within the peak window",
-                    "look for the cause of the {rest} mint(s) of {model} that rotation and deactivations do not "
-                    "explain, in the gateway's logs from {start} to {end}"),
+                    "look for the cause of the {rest} mint(s) of {model} that rotation and legitimate deactivations "
+                    "do not explain, in the gateway's logs from {start} to {end}"),
                Code("spurious_hold", ("warn",), "escrow",
                     "a healthy escrow held (gateway v4.1.2+): its balance at the hold was at or above its own "
                     "release balance, so one request's reservation failed on it (#1799's mechanism in the hold path)",
