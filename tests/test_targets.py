@@ -183,6 +183,16 @@ def test_output_contract_and_demand(fixture_db):
     assert any(u.startswith("epoch 403 cpoc:2") for u in d["coverage"]["unknown"])
 
 
+def test_a_plan_without_a_suggested_target_is_said_to_fill_the_allocation(fixture_db):
+    """GLM and MiniMax have no suggested target (demand unknown), yet plan_* filled one: the note
+    said 'largest-first fill of the suggested target', a plan a proposer reads as backed by
+    measured demand. It fills allocation_target, and the note says so."""
+    d = run_json("targets", "403", "--offline", "-f", "json", db=fixture_db)
+    assert _model(d, MINIMAX)["fill_plan"]["target_is"] == "allocation_target (demand unknown)"
+    out = run_cli("targets", "403", "--offline", db=fixture_db).stdout.replace("\n", " ")
+    assert "or of allocation_target where there is none (demand unknown" in out, out
+
+
 def test_targets_follow_the_demand_they_are_given(fixture_db):
     base = _model(run_json("targets", "403", "--offline", "-f", "json", "--headroom", "1", db=fixture_db), DS)
     more = _model(run_json("targets", "403", "--offline", "-f", "json", "--headroom", "2", db=fixture_db), DS)

@@ -742,7 +742,8 @@ def _tables(rows: list[dict], gov: dict, notes: list[str], proposal: dict, estim
     est_notes = [] if estimate is None else [
         f"est_mean_inflight: {ESTIMATE_LABEL}; its inputs and per-model figures are in the JSON (network_estimate)"]
     tables = [Table("Preserved-weight targets per model", list(t1[0].keys()) if t1 else [], t1,
-                    notes + ["plan_* = largest-first fill of the suggested target; chain_* = the chain's "
+                    notes + ["plan_* = largest-first fill of the suggested target, or of allocation_target where "
+                             "there is none (demand unknown: --format json's plan.target_is); chain_* = the chain's "
                              "smallest-first selection simulated on the same node weights."] + est_notes,
                     narrow=["poc_slot_allocation", "preserved", "plan_smallest", "chain_smallest"],
                     priority=["model_id", "gap", "demand_weight", "suggested_target", "allocation_target",
