@@ -143,6 +143,18 @@ def _model(d, mid=DS):
     return r
 
 
+def test_the_notes_say_where_the_demand_came_from(split):
+    """A chain-only store given two bundles: the notes said 'demand is what the gateway logs in
+    the store saw' and 'the store's own logs and 2 bundle(s)', though the store holds no log."""
+    merged = run_json("targets", "403", "--offline", "-f", "json",
+                      "--bundle", str(split["bundle0"]), "--bundle", str(split["bundle1"]), db=split["third"])
+    notes = " ".join(merged["notes"])
+    assert "no log in the store: 2 bundle(s)" in notes and "the store's own logs" not in notes, notes
+    assert "gateway logs in the store and the bundles given saw" in notes, notes
+    own = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]), db=split["both"])
+    assert "the store's own logs and 1 bundle(s)" in " ".join(own["notes"])
+
+
 def test_the_same_gateways_windows_count_once(split, tmp_path):
     """Given twice, or in two bundles of overlapping epoch ranges: the newer bundle's window counts."""
     once = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]), db=split["third"])

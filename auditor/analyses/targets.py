@@ -625,7 +625,10 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
     sources = store.query("targets_sources")
     n_logs = sum(1 for s in sources if s["source"] == "gateway_log")
     n_acct = sum(1 for s in sources if s["source"] == "accounting")
-    notes.append(LOWER_BOUND_NOTE + f" ({n_logs} log file(s); {n_acct} accounting source(s), which give no "
+    lower_bound = (LOWER_BOUND_NOTE if not bundle_report else
+                   "demand is what the gateway logs in the store and the bundles given saw: the gateways' demand is "
+                   "a lower bound on the network's; every log file and bundle is summed")
+    notes.append(lower_bound + f" ({n_logs} log file(s); {n_acct} accounting source(s), which give no "
                  "per-second timing and so add nothing to the peak)")
     notes.append(f"demand statistic {opt.statistic} of per-second in flight over the CPoC windows, "
                  f"x headroom {opt.headroom:g}; D_m = ceil(ceil(demand x headroom) x 10000 / {per:g}); "
@@ -638,7 +641,8 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
                  "all its nodes of the model, not only the preserved ones: it can exceed their poc_weight")
     if bundle_report:
         n_gw = len({g["gateway"] for g in gateways if g["windows_counted"]})
-        notes.append(f"demand summed over {n_gw} gateway(s): the store's own logs and {len(bundle_report)} "
+        own = "the store's own logs and " if n_logs else "no log in the store: "
+        notes.append(f"demand summed over {n_gw} gateway(s): {own}{len(bundle_report)} "
                      "bundle(s) (demand_sources); a gateway's window given twice counts once (the newest bundle's)")
         for g in gateways:
             for same in sorted({w["same_as"] for w in g["windows_same_as_another"]}):
