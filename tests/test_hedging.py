@@ -654,10 +654,15 @@ def test_the_race_list_title_counts_what_there_is(incident):
     md = run_cli("hedging", "--offline", *RANGE, "--format", "md", db=db).stdout
     title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
     assert f"(top {min(50, n)} of {n}; the JSON lists {min(100, n)}," in title, title
-    # narrowed to a host: how many of those are its races
+    # narrowed to a host: its own races (the network's most wasteful held only some of them)
     label = plain["hosts"][0]["label"]
     md = run_cli("hedging", "--offline", *RANGE, "--participant", label, "--format", "md", db=db).stdout
     title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
     section = md.split(title, 1)[1].split("\n## ", 1)[0]
     shown = [x for x in section.splitlines() if x.startswith("| ") and not x.startswith("| ---")][1:]
-    assert f"most waste first ({len(shown)} of the network's {min(100, n)} most wasteful of {n};" in title, title
+    theirs = run_json("hedging", "--offline", *RANGE, "--participant", label, "--all-races", "-f", "json", db=db)
+    m = theirs["races_listed"]["of"]
+    assert m == len(theirs["races"]) < n and theirs["races_listed"]["with_hosts"] == [label]
+    assert all(any(a["host"] == label for a in r["attempts"]) for r in theirs["races"])
+    assert len(shown) == min(50, m)
+    assert f"most waste first (top {len(shown)} of their {m}; the JSON lists {min(100, m)}," in title, title

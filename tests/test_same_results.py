@@ -61,6 +61,7 @@ ADDED: dict[str, dict[str, list[str]]] = {
         # issue 21: races_listed says how many races the JSON lists
         # issue 34 (#1935): the basis of the attempt durations and how often attempt_ms disagrees
         "hedging": ["races_listed", "attempt_durations"], "hedging.totals": ["duration_basis"],
+        "hedging.races_listed": ["with_hosts"],     # the 2026-12-05 review: whose races are listed
         # issue 34: a participant's capability refusals (accounting schema 6) next to its misses;
         # issues 33/36: its misses per gateway, when several gateways' accounting is stored
         "findings[].evidence": ["capability_refusals", *_BY_GATEWAY, *_LOG_LINES],
@@ -128,6 +129,23 @@ def as_listed_from_the_whole(before: dict, now: dict) -> None:
     assert [r for r in old if r in new] == new, "a listed race differs from the old list's, or is out of its order"
     if new:
         assert min(map(waste, new)) >= sorted(map(waste, old), reverse=True)[len(new) - 1]
+
+
+def races_of_the_participant(before: dict, now: dict) -> None:
+    """hedging --participant lists the participant's own races, every one with --all-races (the
+    2026-12-05 review: the network's 100 most wasteful held 31 of a host's 51): the old full
+    list's races with an attempt of its hosts, in the old order, and races_listed counts them.
+    Without --participant the list and its count are the old ones."""
+    b, n = before["output"], now["output"]
+    listed = {k: v for k, v in n["races_listed"].items() if k != "with_hosts"}
+    old_listed = b.get("races_listed", listed)         # a golden from before issue 21 has none
+    if "--participant" not in before["argv"]:
+        assert n["races"] == b["races"] and listed == old_listed and n["races_listed"]["with_hosts"] is None
+        return
+    hosts = set(n["races_listed"]["with_hosts"])
+    theirs = [r for r in b["races"] if any(a["host"] in hosts for a in r["attempts"])]
+    assert hosts and theirs and n["races"] == theirs and len(theirs) < len(b["races"])
+    assert listed == {**old_listed, "listed": len(theirs), "of": len(theirs)}
 
 
 def _val_starts() -> dict[str, str | None]:
@@ -202,6 +220,9 @@ CHANGED: dict[tuple[str, str], object] = {
     # issue 21: the epoch report lists the 100 hedged races with most waste, not every race (the
     # hedging command with --all-races lists them all, and is held to the old full list)
     ("epoch", "hedging.races"): as_listed_from_the_whole,
+    # the 2026-12-05 review: hedging --participant lists the participant's races
+    ("hedging", "races"): races_of_the_participant,
+    ("hedging", "races_listed"): races_of_the_participant,
     # issue 32: the cPoC chart's validation starts at val_start (the events say when)
     ("poc-overload", "events"): validation_from_its_start,
     ("epoch", "poc_overload.events"): validation_from_its_start,
@@ -304,7 +325,7 @@ def test_without_changed_leaves_out_only_the_path_of_its_command():
     res = {"output": {"hedging": {"races": [1], "hosts": [2]}, "races": [3]}}
     assert without_changed(res, "epoch") == {"output": {"hedging": {"hosts": [2]}, "races": [3]}}
     assert res["output"]["hedging"]["races"] == [1]                      # the golden itself is untouched
-    assert without_changed(res, "hedging") == res
+    assert without_changed(res, "misstest") == res
 
 
 def test_a_declared_addition_is_accepted_and_any_other_fails(monkeypatch):

@@ -359,9 +359,13 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
 
     # the RACES_LISTED with the most waste: the JSON's list, and the race table's top
     # RACE_TABLE_ROWS (the same with --all-races, whose list is written from the store)
-    listed = [_race_json(r) for r in _listed_races(store, args, RACES_LISTED)]
-    in_range = total["hedged_races"]
-    races = Stream(in_range, lambda: _race_pages(store, args)) if options.all_races else listed
+    # with --participant the races listed are the participant's own: the network's most wasteful
+    # held only some of them
+    labels = None if options.participant is None else sorted(h["label"] for h in shown)
+    listed = [_race_json(r) for r in _listed_races(store, args, RACES_LISTED, hosts=labels)]
+    in_range = total["hedged_races"] if labels is None else \
+        (store.query("hedging_races_with_hosts", **args, hosts=labels)[0]["races"] if labels else 0)
+    races = Stream(in_range, lambda: _race_pages(store, args, labels)) if options.all_races else listed
     data = {
         "epoch": epoch,
         "available": True,
@@ -379,7 +383,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
         "races_listed": {"listed": len(races), "of": in_range,
                          "which": "all" if len(races) == in_range else f"the {len(races)} with the most "
                                                                             "wasted work, in time order",
-                         "all": _all_races_hint(since, until)},
+                         "all": _all_races_hint(since, until), "with_hosts": labels},
         "thresholds": thresholds(),
         "notes": notes,
     }
@@ -388,7 +392,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     header = _header(what, since, until, totals, pred, unresp_data, bool(facts["cache_lines"]))
     if options.participant is not None:     # the figures below are every host's; the tables are narrowed
         header.insert(1, ("figures", f"the network's, every host's; --participant {options.participant} narrows "
-                                     "the per-host tables"))
+                                     "the per-host tables and the races listed"))
     tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp_data,
                      notes, narrowed=options.participant is not None)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
@@ -591,22 +595,24 @@ def _all_races_hint(since: datetime | None, until: datetime | None) -> str:
 
 
 def _listed_races(store: Any, args: dict[str, Any], listed: int | None, page: int | None = None,
-                  offset: int = 0) -> list[dict[str, Any]]:
+                  offset: int = 0, hosts: list[str] | None = None) -> list[dict[str, Any]]:
     """The hedged races of the range the JSON lists, in time order, with their attempts: the
     ``listed`` with the most wasted work, or every one (None); ``page`` of them from the
-    ``offset``-th on (None: all)."""
-    races = store.query("hedging_races", **args, listed=listed, page=page, offset=offset)
+    ``offset``-th on (None: all); those with an attempt of one of ``hosts`` (None: every race)."""
+    if hosts is not None and not hosts:
+        return []
+    races = store.query("hedging_races", **args, listed=listed, page=page, offset=offset, hosts=hosts)
     if not races:
         return []
     return group_races(races, store.query("hedging_race_attempts", **args, requests=[r["request"] for r in races],
                                           min_samples=MIN_SAMPLES, clear_ratio=CLEAR_RATIO))
 
 
-def _race_pages(store: Any, args: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
-    """Every hedged race of the range, as the JSON lists them, RACES_PER_PAGE at a time
-    (``--all-races``: a busy day's 220 k races are never held at once)."""
+def _race_pages(store: Any, args: dict[str, Any], hosts: list[str] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """Every hedged race of the range (of ``hosts``: _listed_races), as the JSON lists them,
+    RACES_PER_PAGE at a time (``--all-races``: a busy day's 220 k races are never held at once)."""
     for offset in itertools.count(0, RACES_PER_PAGE):
-        page = _listed_races(store, args, None, RACES_PER_PAGE, offset)
+        page = _listed_races(store, args, None, RACES_PER_PAGE, offset, hosts)
         yield [_race_json(r) for r in page]
         if len(page) < RACES_PER_PAGE:
             return
@@ -640,7 +646,6 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
 
     beaten_rows = [b for b in beaten_rows if ours(b["primary_host"], b["winner_host"])]
     pred = {**pred, "hosts": [h for h in pred["hosts"] if ours(h["label"])]}
-    listed = [r for r in listed if ours(*(a["host"] for a in r["attempts"]))]
     unresp = {**unresp, "examples": [x for x in unresp["examples"] if ours(x["primary_host"], x["winner_host"])]}
     host_cols = ["host", "label", "primary_races", "primary_wins", "primary_losses", "primary_rescued",
                  "primary_no_winner", "loss_rate", "suppressed_losers", "secondary_attempts", "secondary_wins",
@@ -708,8 +713,8 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
     listed_n = min(RACES_LISTED, in_range)          # the races the JSON lists, most waste first
     title = (f"Hedged races, most waste first (top {min(RACE_TABLE_ROWS, in_range)} of {in_range}; the JSON lists "
              f"{listed_n}, all with --all-races)") if not narrowed else (
-        f"Hedged races with {', '.join(sorted(labels))}, most waste first ({len(race_rows)} of the network's "
-        f"{listed_n} most wasteful of {in_range}; all with --all-races)")
+        f"Hedged races with {', '.join(sorted(labels)) or 'the participant'}, most waste first (top "
+        f"{len(race_rows)} of their {in_range}; the JSON lists {listed_n}, all with --all-races)")
     t_races = Table(title,
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
