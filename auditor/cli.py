@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -895,21 +895,15 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"error: {exc.format_message()}{where}", EXIT_USAGE)      # the value may be a URL with a password
     except click_exc.ClickException as exc:
         _fail(f"error: {exc.format_message()}", exc.exit_code)
-    except typer.Abort:
-        print("auditor: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        _stopped()
     except AuditorError as exc:
         if state.debug:
             _print_traceback()
         _fail(f"error: {exc}{caused_by_memory(exc)}", exc.exit_code)
-    except KeyboardInterrupt:
-        print("auditor: interrupted", file=sys.stderr)
-        sys.exit(130)
     except Exception as exc:
         if type(exc).__name__ == "InterruptException" or "Query interrupted" in str(exc):
-            # DuckDB's, when Ctrl-C lands inside a query
-            print("auditor: interrupted", file=sys.stderr)
-            sys.exit(130)
+            _stopped()          # DuckDB's, when Ctrl-C lands inside a query
         if state.debug:
             _print_traceback()
         if is_out_of_memory(exc):
@@ -918,8 +912,17 @@ def main(argv: list[str] | None = None) -> None:
             _fail(f"error: {damaged_store(exc, state.db)}", EXIT_SOURCE)
         _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", EXIT_SOURCE)
     if code == 130:  # typer turns a KeyboardInterrupt inside the command into exit 130
-        print("auditor: interrupted", file=sys.stderr)
+        _stopped()
     sys.exit(code or 0)
+
+
+def _stopped() -> NoReturn:
+    """A run a signal stopped: one line, and its exit code (Ctrl-C 130, SIGTERM 143)."""
+    from .interrupt import stopped
+
+    line, code = stopped()
+    print(line, file=sys.stderr)
+    sys.exit(code)
 
 
 def entry() -> None:

@@ -6,7 +6,8 @@ kept table of a busy day) ran to its end before the interrupt was seen. The sign
 handler writes its number to a wakeup pipe at once (``signal.set_wakeup_fd``); a watcher
 thread reads it and interrupts every open connection (``track``), so the query stops at
 its next chunk of rows and the CLI says ``auditor: interrupted`` (exit 130). A SIGINT the
-process was started to ignore (``nohup``, a shell's background job) stays ignored.
+process was started to ignore (``nohup``, a shell's background job) stays ignored. SIGTERM
+stops a run the same way: ``auditor: terminated (SIGTERM)``, exit 143.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 _open: weakref.WeakSet = weakref.WeakSet()      # the DuckDB connections a Ctrl-C interrupts
 _installed = False
+_terminated = False                             # the stop was a SIGTERM, not a Ctrl-C
 
 
 def track(con: Any) -> Any:
@@ -27,12 +29,29 @@ def track(con: Any) -> Any:
     return con
 
 
+def stopped() -> tuple[str, int]:
+    """The line and the exit code of a run a signal stopped: Ctrl-C (130) or SIGTERM (143)."""
+    return ("auditor: terminated (SIGTERM)", 143) if _terminated else ("auditor: interrupted", 130)
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    """SIGTERM (`timeout`, systemd, `kill`) stops the run as Ctrl-C does: its transaction rolled
+    back and its temporary files removed. Python's default died at once, leaving the spool of
+    a stdin read (a whole stream, hundreds of MB) in the temporary folder."""
+    global _terminated
+    _terminated = True
+    raise KeyboardInterrupt
+
+
 def install() -> None:
-    """Watch for SIGINT beside Python's own handler (once per process, from the main thread,
-    and only when SIGINT has Python's default handler)."""
+    """Watch for SIGINT beside Python's own handler, and stop on SIGTERM as on SIGINT (once per
+    process, from the main thread, and only when each signal has Python's default handler)."""
     global _installed
-    if _installed or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_term)
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return
     read, write = os.pipe()
     os.set_blocking(write, False)
@@ -51,7 +70,7 @@ def _watch(read: int) -> None:
         signals = os.read(read, 64)
         if not signals:
             return
-        if signal.SIGINT in signals:
+        if signal.SIGINT in signals or signal.SIGTERM in signals:
             for con in list(_open):
                 try:
                     con.interrupt()

@@ -182,6 +182,34 @@ def test_ctrl_c_exits_130_with_one_line_and_a_consistent_store(logs, clean, clea
     print(f"\nCtrl-C survived: {interrupted}")
 
 
+def test_sigterm_stops_a_stdin_collect_cleanly_and_leaves_no_spool(logs, clean, tmp_path):
+    """`timeout`, systemd and `kill` send SIGTERM: Python's default died at once, leaving the
+    spool of the stdin read (the whole stream) in the temporary folder and no line said. It
+    stops as Ctrl-C does: one line, exit 143, nothing left in TMPDIR, and a later run
+    completes the store to the clean run's."""
+    spool = tmp_path / "tmp"
+    spool.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AUDITOR_")}, "TMPDIR": str(spool)}
+    db = tmp_path / "term.duckdb"
+    with open(logs[0], "rb") as src:
+        p = subprocess.Popen([sys.executable, "-c", HARNESS, str(COMMIT_ROWS), str(64 << 20), "30",
+                              "--db", str(db), "collect", "--gateway-log", "-"], cwd=ROOT, env=env, stdin=src,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_able)
+        while "committing" not in p.stderr.readline() and p.poll() is None:
+            pass                                    # the spool is written; the first commit stalls
+        p.send_signal(signal.SIGTERM)
+        rc, err = finish(p)
+    assert rc == 143 and err.strip().splitlines()[-1] == "auditor: terminated (SIGTERM)", (rc, err)
+    assert "Traceback" not in err and list(spool.iterdir()) == [], (err, list(spool.iterdir()))
+    with open(logs[0], "rb") as src:
+        r = subprocess.run([sys.executable, "-m", "auditor", "--db", str(db), "collect", "--gateway-log", "-"],
+                           cwd=ROOT, env=env, stdin=src, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    stored = {k: [row[1:] for row in v] for k, v in snapshot(db).items() if k != "files"}
+    want = {k: [row[1:] for row in v if row[0] == str(logs[0])] for k, v in clean.items() if k != "files"}
+    assert stored == want
+
+
 def _members(lines: list[str], n: int) -> list[bytes]:
     k = len(lines) // n
     return [gzip.compress(("\n".join(lines[i * k:(i + 1) * k]) + "\n").encode()) for i in range(n)]
