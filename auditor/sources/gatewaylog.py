@@ -144,24 +144,28 @@ def _keep_lines(store: Store) -> None:
 
 @contextmanager
 def _interrupt_seen() -> Iterator[threading.Event]:
-    """An event set when SIGINT arrives (in the main thread; the usual KeyboardInterrupt
-    still follows), so that an error raised in its place is known for what it is."""
+    """An event set when SIGINT or SIGTERM arrives (in the main thread; the usual
+    KeyboardInterrupt still follows), so that an error raised in its place is known for what
+    it is."""
     seen = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield seen
         return
-    prev = signal.getsignal(signal.SIGINT)
+    prev = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
         seen.set()
-        if callable(prev):
-            prev(signum, frame)
+        if callable(prev[signum]):
+            prev[signum](signum, frame)
 
-    signal.signal(signal.SIGINT, on_sigint)
+    for sig, handler in prev.items():
+        if callable(handler):       # a signal ignored (nohup) or left to the OS stays so
+            signal.signal(sig, on_signal)
     try:
         yield seen
     finally:
-        signal.signal(signal.SIGINT, prev)
+        for sig, handler in prev.items():
+            signal.signal(sig, handler)
 
 
 class _Ingest:
