@@ -27,8 +27,11 @@ FORMATS = {
     "section12-slog-text.log": ("record", "slog_text"),
     "section12.log.gz": ("go", "text"),
 }
-# formats_db's files: the .gz, section12.log compressed, is stored once with it (gz_db has it)
-IN_FORMATS_DB = [f for f in FORMATS if not f.endswith(".gz")] + ["section12-7.log", "escapes.log"]
+# the formats whose rows are section12.log's very rows (the same times): a store keeps them once
+# (an export that overlaps another, gatewaylog_overlap), so each is in a store of its own
+ALONE = ["section12.log.gz", "section12-docker-only.log", "section12-dockerjson.log", "section12-slog-json.log",
+         "section12-slog-text.log"]
+IN_FORMATS_DB = [f for f in FORMATS if f not in ALONE] + ["section12-7.log", "escapes.log"]
 UTC = timezone.utc
 
 
@@ -53,20 +56,19 @@ def _collected(tmp_path_factory, name: str, *paths: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def formats_db(tmp_path_factory) -> Path:
-    """One run of the CLI over every format variant, the 12.7 lines and the escapes; the .gz,
-    whose content is section12.log's (stored once with it: see the test of gzip -k), in a
-    store of its own (``format_db``)."""
+    """One run of the CLI over the format variants, the 12.7 lines and the escapes; the variants
+    whose rows are section12.log's (ALONE) each in a store of its own (``alone``)."""
     return _collected(tmp_path_factory, "formats", *(LOGS / f for f in IN_FORMATS_DB))
 
 
 @pytest.fixture(scope="module")
-def gz_db(tmp_path_factory) -> Path:
-    return _collected(tmp_path_factory, "gz", LOGS / "section12.log.gz")
+def alone(tmp_path_factory) -> dict[str, Path]:
+    return {name: _collected(tmp_path_factory, name.replace(".", "-"), LOGS / name) for name in ALONE}
 
 
-def format_db(name: str, formats_db: Path, gz_db: Path) -> Path:
+def format_db(name: str, formats_db: Path, alone: dict[str, Path]) -> Path:
     """The store that holds the fixture ``name``."""
-    return gz_db if name.endswith(".gz") else formats_db
+    return alone.get(name, formats_db)
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +80,11 @@ def file_id(db: Path, name: str) -> int:
     return q(db, "SELECT file_id FROM log_files WHERE path LIKE ?", ["%/" + name])[0][0]
 
 
-def test_every_format_loads_all_81_lines(formats_db, gz_db):
+def test_every_format_loads_all_81_lines(formats_db, alone):
     sql = "SELECT f.path, count(e.line_no) FROM log_files f LEFT JOIN log_events e USING (file_id) GROUP BY f.path"
-    rows = dict(q(formats_db, sql)) | dict(q(gz_db, sql))
+    rows = dict(q(formats_db, sql))
+    for db in alone.values():
+        rows |= dict(q(db, sql))
     for name in FORMATS:
         assert rows[str(LOGS / name)] == 81, name
     assert q(formats_db, "SELECT count(*) FROM log_rejects")[0][0] == 0
@@ -89,18 +93,19 @@ def test_every_format_loads_all_81_lines(formats_db, gz_db):
     assert q(formats_db, "SELECT DISTINCT typeof(fields) FROM log_events") == [("JSON",)]
 
 
-def test_without_the_compiled_tokenizer_same_rows_and_a_note(formats_db, tmp_path):
+def test_without_the_compiled_tokenizer_same_rows_and_a_note(formats_db, alone, tmp_path):
     """AUDITOR_NO_COMPILED=1 parses without the compiled tokenizer: the same rows, and the run says so."""
-    db = tmp_path / "pure.duckdb"
-    args = [a for f in IN_FORMATS_DB for a in ("--gateway-log", str(LOGS / f))]
-    r = run_cli("collect", *args, db=db, env={"AUDITOR_NO_COMPILED": "1"})
-    assert r.returncode == 0, r.stderr
-    assert "without the compiled tokenizer (AUDITOR_NO_COMPILED is set)" in r.stderr
     rows = ("SELECT regexp_extract(f.path, '[^/]+$'), e.line_no, e.byte_offset, e.ts, e.ts_source, e.fmt, e.level,"
             " e.kind, e.name, e.request, e.escrow, e.nonce, e.host, e.fields::VARCHAR"
             " FROM log_events e JOIN log_files f USING (file_id) ORDER BY ALL")
-    pure = q(db, rows)
-    assert len(pure) > 81 * (len(FORMATS) - 1) and pure == q(formats_db, rows)
+    for files, compiled in ((IN_FORMATS_DB, formats_db), *(([name], db) for name, db in alone.items())):
+        db = tmp_path / f"pure-{len(list(tmp_path.iterdir()))}.duckdb"
+        args = [a for f in files for a in ("--gateway-log", str(LOGS / f))]
+        r = run_cli("collect", *args, db=db, env={"AUDITOR_NO_COMPILED": "1"})
+        assert r.returncode == 0, r.stderr
+        assert "without the compiled tokenizer (AUDITOR_NO_COMPILED is set)" in r.stderr
+        pure = q(db, rows)
+        assert len(pure) >= 81 * len(set(files) & set(FORMATS)) and pure == q(compiled, rows), files
     again = collect(tmp_path / "compiled.duckdb", LOGS / "section12.log")
     assert "compiled tokenizer" not in again.stderr
 
@@ -153,8 +158,8 @@ def test_quoted_values_and_free_text(formats_db):
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
-def test_formats_agree_with_go_prefix(formats_db, gz_db, name):
-    db = format_db(name, formats_db, gz_db)
+def test_formats_agree_with_go_prefix(formats_db, alone, name):
+    db = format_db(name, formats_db, alone)
     base, fid = file_id(formats_db, "section12.log"), file_id(db, name)
     sql = ("SELECT line_no, kind, name, request, escrow, nonce, host, fields, ts FROM log_events "
            "WHERE file_id = ? ORDER BY line_no")
@@ -472,6 +477,7 @@ def test_stdin_that_has_grown_stores_only_what_was_added(tmp_path):
     assert q(db, rows) == q(whole, rows) and len(q(db, rows)) == 81
     # line numbers go on where the earlier stream ended: evidence names the stream's own line
     assert q(db, "SELECT min(line_no), max(line_no) FROM log_events WHERE file_id = 2")[0] == (41, 81)
-    # a stream that starts otherwise is read whole
+    # a stream that starts otherwise, with lines stored already: those are not stored again
     r = collect(db, "-", stdin=b"".join(lines[1:]))
-    assert "loaded log_events 80" in r.stderr and "starts with all of" not in r.stderr
+    assert "loaded log_events 0" in r.stderr and "starts with all of" not in r.stderr, r.stderr
+    assert "its lines 1–80 are lines 2–40 of stdin:" in r.stderr and "; lines 41–81 of stdin:" in r.stderr, r.stderr

@@ -207,13 +207,15 @@ def test_a_byte_order_mark_does_not_cost_the_first_line(tmp_path):
         (d / "gz.log.gz").write_bytes(gzip.compress(bom + b"2026/09/30 11:02:47 stage=x escrow=1\n"
                                                     + b"2026/09/30 11:02:48 stage=y escrow=2\n"))
         paths.append(d / "gz.log.gz")
-        db = tmp_path / f"{d.name}.duckdb"
-        r = run_cli("collect", *[a for p in paths for a in ("--gateway-log", str(p))], db=db)
-        assert r.returncode == 0, r.stderr
-        rejects_of[bom] = q(db, "SELECT regexp_extract(f.path, '[^/]*$'), reason, r.lines "
-                                "FROM log_rejects r JOIN log_files f USING (file_id) ORDER BY ALL")
-        rows_of[bom] = q(db, "SELECT regexp_extract(f.path, '[^/]*$'), e.line_no, e.byte_offset, e.name, e.ts "
-                             "FROM log_events e JOIN log_files f USING (file_id) ORDER BY ALL")
+        rejects_of[bom], rows_of[bom] = [], []
+        for p in paths:         # a store each: formats of the same lines are stored once in one store
+            db = tmp_path / f"{d.name}-{p.name}.duckdb"
+            r = run_cli("collect", "--gateway-log", str(p), db=db)
+            assert r.returncode == 0, r.stderr
+            rejects_of[bom] += q(db, "SELECT regexp_extract(f.path, '[^/]*$'), reason, r.lines "
+                                     "FROM log_rejects r JOIN log_files f USING (file_id) ORDER BY ALL")
+            rows_of[bom] += q(db, "SELECT regexp_extract(f.path, '[^/]*$'), e.line_no, e.byte_offset, e.name, e.ts "
+                                  "FROM log_events e JOIN log_files f USING (file_id) ORDER BY ALL")
     plain, marked = rows_of[b""], rows_of[BOM]
     assert rejects_of[BOM] == rejects_of[b""]
     assert len(marked) == len(plain) and {r[0] for r in marked if r[1] == 1} == set(BOM_FORMATS) | {"gz.log.gz"}

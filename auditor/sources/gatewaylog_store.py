@@ -13,6 +13,7 @@ from datetime import datetime
 
 from ..store import Store, utcnow
 from .gatewaylog_files import HEAD_BYTES, _sha
+from .gatewaylog_overlap import Overlap
 from .gatewaylog_records import FileRec, LogFiles
 from .gatewaylog_report import RunReport
 
@@ -101,12 +102,15 @@ class _Writer:
         self.rejects: dict[str, list[int]] = {}     # reason -> line numbers not yet committed
         self.samples: dict[str, list] = {}
         self.end_off, self.end_lines = rec.byte_offset, rec.lines   # after the last line received
+        # a file read from its first line: the lines it shares with a stored file are not stored again
+        self.overlap = Overlap(rows.store, rec.file_id) if rec.byte_offset == 0 and rec.lines == 0 else None
 
     def add(self, res, nbytes: int) -> None:
         self.out.parsed_bytes += nbytes
-        if res.parsed:
-            self.tables.append(res.events)
-            self.rows += res.parsed
+        events = res.events if self.overlap is None or not res.parsed else self.overlap.new_rows(res.events)
+        if res.parsed and events.num_rows:
+            self.tables.append(events)
+            self.rows += events.num_rows
         for reason, lines in res.rejects.items():
             self.rejects.setdefault(reason, []).extend(lines)
         for reason, ss in res.samples.items():
@@ -127,10 +131,15 @@ class _Writer:
     def flush(self, complete: bool) -> None:
         import pyarrow as pa
 
+        if self.overlap is not None:        # the file's position moves past them: a short run is stored
+            self.tables.extend(self.overlap.release())
         tbl = pa.concat_tables(self.tables) if self.tables else None
         self.rec.complete = complete
         self._commit(tbl, None, self.end_off, self.end_lines)
         self.tables, self.rows = [], 0
+        if self.overlap is not None and (note := self.overlap.note(self.rec.path)):
+            self.out.run.note(note)
+            self.overlap = None                 # said once
 
     def _commit(self, tbl, upto: int | None, offset: int, lines: int) -> None:
         """Store ``tbl`` and the rejected lines before line ``upto`` (all when None), and
