@@ -1,7 +1,8 @@
 """Errors a user sees as one line, and the exit codes they map to.
 
 Exit codes (every command): 0 success; 1 findings at or above --fail-on;
-2 usage error; 3 a source or data error that left the answer incomplete.
+2 usage error; 3 a source or data error that left the answer incomplete; 130 Ctrl-C and
+143 SIGTERM (interrupt.stopped).
 """
 
 EXIT_OK = 0
