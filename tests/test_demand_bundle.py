@@ -151,6 +151,8 @@ def test_the_notes_say_where_the_demand_came_from(split):
     notes = " ".join(merged["notes"])
     assert "no log in the store: 2 bundle(s)" in notes and "the store's own logs" not in notes, notes
     assert "gateway logs in the store and the bundles given saw" in notes, notes
+    short = [f for f in merged["findings"] if f["code"] == "preserved_capacity_short"]
+    assert short and all("and the bundles given saw" in f["evidence"]["lower_bound"] for f in short)
     own = run_json("targets", "403", "--offline", "-f", "json", "--bundle", str(split["bundle0"]), db=split["both"])
     assert "the store's own logs and 1 bundle(s)" in " ".join(own["notes"])
 

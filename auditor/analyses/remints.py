@@ -321,6 +321,13 @@ def balance_at(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans) -> d
             "limits": limits}
 
 
+def _checked_threshold(life: dict[str, Any], given: int) -> int:
+    """The threshold the gateway's periodic check compares a balance with: the one it logged (its
+    own, whatever --threshold says: its silence proves no more), else ``given``."""
+    logged = life["logged_threshold"]           # set by run, from the gateway's lines
+    return given if logged is None else int(logged)
+
+
 CHECK_INTERVAL = timedelta(seconds=31)   # balanceCheckInterval 30 s, and a second of slack
 
 
@@ -330,12 +337,8 @@ def check_bound(life: dict[str, Any], t: datetime, uses: Uses, spans: Spans, thr
     ``escrow_depletion_deactivated``), ``checkBalances`` looks at every escrow every 30 s and
     logs ``escrow_balance_low`` below the threshold. No such line in the 30 s before ``t``, in
     logs that cover them: the balance was at least the threshold at the last check, and has
-    since dropped by at most what the requests started after it can have reserved. The
-    threshold is the one the gateway logged (its check's, whatever --threshold says), else
-    ``threshold``. None when that evidence is not there."""
-    logged = life.get("logged_threshold")       # set by run: the gateway's own, from its lines
-    if logged is not None:
-        threshold = int(logged)
+    since dropped by at most what the requests started after it can have reserved. ``threshold``:
+    the one the check compares with (``_checked_threshold``). None when that evidence is not there."""
     if life["replacing_at"] is None and life["deactivated_at"] is None:
         return None
     if life["low_at"] is not None and utc(life["low_at"]) <= t:
@@ -747,7 +750,7 @@ def _request_path(d: dict[str, Any], life: dict[str, Any], t: datetime, uses: Us
                       "failure_to_replacement": _ms(f["failed_at"], utc(life["replaced_at"]))}
     thr = opts.threshold
     bal = balance_at(life, f["failed_at"], uses, spans)
-    chk = check_bound(life, f["failed_at"], uses, spans, thr)
+    chk = check_bound(life, f["failed_at"], uses, spans, _checked_threshold(life, thr))
     lower, source = bal["lower"], bal["source"]
     if chk is not None and (lower is None or chk["lower"] > lower):
         lower, source = chk["lower"], chk["source"]

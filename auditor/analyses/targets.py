@@ -65,6 +65,8 @@ ESTIMATE_LABEL = ("estimate of the MEAN number in flight over the cPoC windows (
                   "percentile: kept apart from the measured peaks, never summed with them")
 LOWER_BOUND_NOTE = ("demand is what the gateway logs in the store saw: one gateway's demand is a lower bound "
                     "on the network's; every log file given is summed")
+LOWER_BOUND_BUNDLES = ("demand is what the gateway logs in the store and the bundles given saw: the gateways' demand "
+                       "is a lower bound on the network's; every log file and bundle is summed")
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,10 @@ def _selection_comparison(model_nodes: list[dict], episodes: list[dict], target:
 
 
 def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mapping[str, Any],
-                   misses: Mapping[tuple[str, str], int]) -> tuple[list[dict], list[Finding], list[str]]:
+                   misses: Mapping[tuple[str, str], int], lower_bound: str
+                   ) -> tuple[list[dict], list[Finding], list[str]]:
+    """One epoch's rows, findings and notes against ``demand``; ``lower_bound``: where that
+    demand came from (LOWER_BOUND_NOTE, or LOWER_BOUND_BUNDLES when bundles are summed in)."""
     per = opt.per_10000 if opt.per_10000 is not None else cpoc.DEFAULT_PER_10000
     models, nodes, episodes = _model_rows(store, epoch)
     out, findings, notes = [], [], []
@@ -338,7 +343,7 @@ def _analyse_epoch(store: Store, epoch: int, opt: TargetsOptions, demand: Mappin
                     {"epoch": epoch, "episode": e["episode"], "preserved_weight": pw, "demand_weight": d_m,
                      "peak_inflight": peak, "statistic": opt.statistic, "headroom": opt.headroom,
                      "per_10000": per, "allocation_target": target, "w_m": w_m,
-                     "misses_in_window": took, "lower_bound": LOWER_BOUND_NOTE,
+                     "misses_in_window": took, "lower_bound": lower_bound,
                      "query": "queries/targets_episodes.sql, queries/targets_demand_attempts.sql"},
                     model=mid))
         mnodes = [(n["participant"], n["node_id"], int(n["poc_weight"])) for n in nodes.get(mid, [])
@@ -557,6 +562,7 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
     windows, served, unknown, notes = [], set(), [], []
     demands = {}
     contributions, bundle_report = _contributions(store, epochs, runs, opt, asked or epochs)
+    lower_bound = LOWER_BOUND_BUNDLES if bundle_report else LOWER_BOUND_NOTE
     by_window, gateways = demand_bundle.merge(contributions, epochs)
     latency: dict[str, list] = defaultdict(lambda: [0, 0.0])
     for e in epochs:
@@ -583,9 +589,9 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
         if e == last:
             continue
         # findings for the earlier epochs of a range: their preserved weight against the pooled demand
-        r, f, _ = _analyse_epoch(store, e, opt, combined, cpoc.window_misses(runs[e]))
+        r, f, _ = _analyse_epoch(store, e, opt, combined, cpoc.window_misses(runs[e]), lower_bound)
         findings.extend(f)
-    rows, f, n = _analyse_epoch(store, last, opt, combined, cpoc.window_misses(runs[last]))
+    rows, f, n = _analyse_epoch(store, last, opt, combined, cpoc.window_misses(runs[last]), lower_bound)
     acct_misses = cpoc.model_accounting_misses(runs[last]) if cpoc.not_collected(runs[last]) is None else {}
     estimate = _network_estimate(store, epochs, runs, latency, opt, per)
     findings.extend(f)
@@ -625,9 +631,6 @@ def _result(store: Store, epochs: list[int], opt: TargetsOptions, runs: Mapping[
     sources = store.query("targets_sources")
     n_logs = sum(1 for s in sources if s["source"] == "gateway_log")
     n_acct = sum(1 for s in sources if s["source"] == "accounting")
-    lower_bound = (LOWER_BOUND_NOTE if not bundle_report else
-                   "demand is what the gateway logs in the store and the bundles given saw: the gateways' demand is "
-                   "a lower bound on the network's; every log file and bundle is summed")
     notes.append(lower_bound + f" ({n_logs} log file(s); {n_acct} accounting source(s), which give no "
                  "per-second timing and so add nothing to the peak)")
     notes.append(f"demand statistic {opt.statistic} of per-second in flight over the CPoC windows, "

@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from .gatewaylog_gzip import gunzip
+from .gatewaylog_gzip import GZIP_MAGIC, gunzip
 
 HEAD_BYTES = 4096            # a plain file's identity: sha256 of (up to) its first 4 KiB
 STDIN = "-"
@@ -130,7 +130,7 @@ def _is_gzip(path: str) -> bool:
 
     with open(path, "rb") as f:
         head = f.read(HEAD_BYTES)
-    if head[:2] == b"\x1f\x8b":
+    if head.startswith(GZIP_MAGIC):
         return True
     if not path.endswith(".gz"):
         return False

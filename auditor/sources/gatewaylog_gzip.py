@@ -13,6 +13,9 @@ from collections.abc import Iterator
 from typing import BinaryIO, Callable
 
 
+GZIP_MAGIC = b"\x1f\x8b"       # how gzip tells its own files, whatever their name
+
+
 def gunzip(f: BinaryIO, step: int = 1 << 20) -> Iterator[tuple[bytes, bool]]:
     """Decompress a gzip file member by member, at most ``step`` bytes at a time: yields
     ``(bytes, member_verified)``, the flag True with the last bytes of each member whose
@@ -64,8 +67,6 @@ class MaybeGzip:
     member whose check passed. A damaged or truncated member ends it, and ``damage`` says
     what was wrong (the bytes decoded since the last verified ones are not to be stored)."""
 
-    MAGIC = b"\x1f\x8b"
-
     def __init__(self, f: BinaryIO, step: int = 1 << 20) -> None:
         self.f, self.step = f, step
         self.gzip = False
@@ -78,7 +79,7 @@ class MaybeGzip:
             if not more:
                 break
             head += more
-        if not head.startswith(self.MAGIC):
+        if not head.startswith(GZIP_MAGIC):
             while head:
                 yield head, True
                 head = self.f.read(self.step)
