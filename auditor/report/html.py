@@ -15,12 +15,12 @@ from ..result import Finding, Result, Table
 from . import figures
 from .charts import MIN_WIDTH, to_svg
 from .view import Findings, View, cell, coverage_caveats, finding_groups, json_default, legend, numeric
-from .text import html as escape  # the rule for outside text in html
+from .text import TOKEN_CHAR, html as escape  # html: the rule for outside text in html
 
-# an id, a time, a number or a path (a token of digits, hyphens, colons, dots or slashes): the
-# browser breaks one at its hyphens (2026-09- / 17T09:41:09Z); kept on one line, up to a length
-# a narrow window still shows whole
-_UNBROKEN = re.compile(r"[\w.+\-:/]{8,48}")
+# an id, a time, a number or a path (a token of text.cut's characters: digits, hyphens, colons,
+# dots or slashes): the browser breaks one at its hyphens (2026-09- / 17T09:41:09Z); kept on one
+# line, up to a length a narrow window still shows whole
+_UNBROKEN = re.compile(TOKEN_CHAR + "{8,48}")
 
 
 def _kept(text: str) -> str:

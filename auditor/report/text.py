@@ -45,7 +45,8 @@ def _shown(m: re.Match) -> str:
 
 
 # a character of a number, a word, an id, a time (09:41:09) or a path with its line (gateway.log:118)
-_TOKEN = re.compile(r"[\w.+\-:/]")
+TOKEN_CHAR = r"[\w.+\-:/]"
+_TOKEN = re.compile(TOKEN_CHAR)
 
 
 def cut(text: str, limit: int | None) -> str:
