@@ -3,6 +3,7 @@ rules each tested both ways on variants of the same story (fixtures/remints/buil
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import re
@@ -148,6 +149,14 @@ def test_the_html_keeps_times_whole_and_groups_quantities(fixture_store):
     assert locked >= 1000 and f">{locked:,}<" in page and f">{locked}<" not in page
     at = report["deactivations"][0]["at"].replace("Z", "")[:19]
     assert re.search(rf'<td><span class="nb">{re.escape(at)}[0-9.]*Z</span></td>', page), at
+    # a next step's times too (mint_peak's "from 2026-09- / 17T08:45:03Z"), and the lines a finding
+    # rests on beside it, as the md gives them (they were only inside the evidence's JSON)
+    peak = next(f for f in report["findings"] if f["code"] == "mint_peak")
+    start = peak["evidence"]["start"]
+    assert re.search(rf'next: [^\n]*?from <span class="nb">{re.escape(start)}</span>', page), start
+    shown = [[html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<code[^>]*>(.*?)</code>", row)]
+             for row in re.findall(r'<span class="action">lines: (.*?)</span></li>', page)]
+    assert shown == [f["evidence"]["log_lines"] for f in report["findings"]], shown
 
 
 def test_every_deactivation_of_the_fixture_is_classified(fixture_report):

@@ -34,7 +34,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em a
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0}.scroll>table{margin:0}
 figure.chart{margin:1em 0}figure.chart figcaption{font-weight:600;font-size:13px}
 .chart-box{overflow-x:auto;max-width:100%}.chart-box svg.chart{min-width:MIN_WIDTHpx;max-width:900px}
-td,th{overflow-wrap:normal}td.prose{min-width:30ch;max-width:60ch;overflow-wrap:break-word}.nb{white-space:nowrap}
+td,th{overflow-wrap:normal}td.prose{min-width:30ch;max-width:60ch;overflow-wrap:break-word}.nb{white-space:nowrap}code.ref{overflow-wrap:anywhere}
 .scroll.wide{width:calc(100vw - 2em);max-width:calc(100vw - 2em);margin-left:calc(50% - 50vw + 1em)}
 nav.summary{background:#fafafa;border:1px solid #eee;padding:.4em 1em;margin:1em 0}nav.summary ul{margin:.2em 0}
 tr.fail td{background:#fdecea}tr.fail td:first-child{box-shadow:inset 3px 0 #b00020}
@@ -156,11 +156,12 @@ def _header(lines: list[tuple[str, str]], abbreviations: list[str] = ()) -> str:
 
 
 def _code_spans(text: str) -> str:
-    """``text`` escaped, its `quoted` commands as code (when the backticks pair up)."""
+    """``text`` escaped, its `quoted` commands as code (when the backticks pair up), each id or
+    time outside them on one line (``_kept``)."""
     parts = text.split("`")
     if len(parts) % 2 == 0:
-        return escape(text)
-    return "".join(f"<code>{escape(p)}</code>" if i % 2 else escape(p) for i, p in enumerate(parts))
+        return _kept(text)
+    return "".join(f"<code>{escape(p)}</code>" if i % 2 else _kept(p) for i, p in enumerate(parts))
 
 
 def _findings(groups: list[Findings], section_of: dict[int, str]) -> str:
@@ -173,6 +174,21 @@ def _findings(groups: list[Findings], section_of: dict[int, str]) -> str:
     return "".join(out)
 
 
+def _log_lines(f: Finding) -> str:
+    """Where a finding's lines are (its evidence's ``log_lines``), each ``path:line name``, as the
+    md report gives them: the bug report's core, not only inside the evidence block."""
+    lines = f.evidence.get("log_lines")
+    if not isinstance(lines, list) or not lines:
+        return ""
+    def ref(entry: str) -> str:         # the folders may wrap; file:line stays on one line
+        folder, slash, rest = str(entry).rpartition("/")
+        where, space, name = rest.partition(" ")
+        return (f'<code class="ref">{escape(folder + slash)}<span class="nb">{escape(where)}</span>'
+                f'{escape(space + name)}</code>')
+
+    return '<span class="action">lines: ' + ", ".join(ref(x) for x in lines) + "</span>"
+
+
 def _findings_list(findings: list[tuple[Finding, str]], title: str, anchor: str, start: int = 1) -> str:
     if not findings:
         return f'<h2 id="{anchor}">{escape(title)}</h2><p class="note">none</p>'
@@ -182,7 +198,8 @@ def _findings_list(findings: list[tuple[Finding, str]], title: str, anchor: str,
         items.append(f'<li><span class="sev-{f.severity}">{f.severity}</span> <code>{escape(f.code)}</code> '
                      f'{escape(f.subject["kind"])} <code>{escape(str(f.subject["id"]))}</code>{model}: '
                      f'{_kept(f.summary)} <a href="#evidence-{i}">evidence</a>'
-                     + (f'<span class="action">next: {_code_spans(f.action)}</span>' if f.action else "") + "</li>")
+                     + (f'<span class="action">next: {_code_spans(f.action)}</span>' if f.action else "")
+                     + _log_lines(f) + "</li>")
         evidence = json.dumps(f.evidence, default=json_default, indent=1, ensure_ascii=False)
         blocks.append(f'<div class="evidence" id="evidence-{i}"><b>{i}. {escape(f.code)}</b> — '
                       f'<a href="#{section}">the {escape(section.removeprefix("section-"))} section</a>'
