@@ -5,11 +5,12 @@ counterfactuals against a hand-computed case, and the command's contract."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, q, run_cli, run_json
 
 H = FIXTURES / "hedging"
 TRUTH = json.loads((H / "incident.truth.json").read_text())
@@ -653,7 +654,14 @@ def test_the_race_list_title_counts_what_there_is(incident):
     n = plain["totals"]["hedged_races"]
     md = run_cli("hedging", "--offline", *RANGE, "--format", "md", db=db).stdout
     title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
-    assert f"(top {min(50, n)} of {n}; the JSON lists {min(100, n)}," in title, title
+    def lists(k: int) -> str:       # what the JSON lists, of k races: at most 100, all with --all-races
+        return f"the JSON lists {min(100, k)}" + (", all with --all-races)" if k > 100 else ": all)")
+
+    assert f"(top {min(50, n)} of {n}; {lists(n)}" in title, title
+    # with --all-races the JSON lists every race: the title says so (it said 100 of 137)
+    md = run_cli("hedging", "--offline", *RANGE, "--all-races", "--format", "md", db=db).stdout
+    title = next(line for line in md.splitlines() if line.startswith("## Hedged races"))
+    assert f"(top {min(50, n)} of {n}; the JSON lists {n}: all)" in title, title
     # narrowed to a host: its own races (the network's most wasteful held only some of them)
     label = plain["hosts"][0]["label"]
     md = run_cli("hedging", "--offline", *RANGE, "--participant", label, "--format", "md", db=db).stdout
@@ -665,4 +673,7 @@ def test_the_race_list_title_counts_what_there_is(incident):
     assert m == len(theirs["races"]) < n and theirs["races_listed"]["with_hosts"] == [label]
     assert all(any(a["host"] == label for a in r["attempts"]) for r in theirs["races"])
     assert len(shown) == min(50, m)
-    assert f"most waste first (top {len(shown)} of their {m}; the JSON lists {min(100, m)}," in title, title
+    assert f"most waste first (top {len(shown)} of their {m}; {lists(m)}" in title, title
+    assert re.search(r"--participant \S+ --all-races", theirs["races_listed"]["all"]), theirs["races_listed"]["all"]
+    hinted = q(db, theirs["races_listed"]["all"].split('auditor sql "')[1].split('"')[0])
+    assert len(hinted) == m                         # the SQL it gives finds the participant's races, all of them

@@ -134,8 +134,8 @@ def as_listed_from_the_whole(before: dict, now: dict) -> None:
 def races_of_the_participant(before: dict, now: dict) -> None:
     """hedging --participant lists the participant's own races, every one with --all-races (the
     2026-12-05 review: the network's 100 most wasteful held 31 of a host's 51): the old full
-    list's races with an attempt of its hosts, in the old order, and races_listed counts them.
-    Without --participant the list and its count are the old ones."""
+    list's races with an attempt of its hosts, in the old order, and races_listed counts them and
+    says where all of them are. Without --participant the list and its count are the old ones."""
     b, n = before["output"], now["output"]
     def listed_of(out: dict) -> dict:
         return {k: v for k, v in out["races_listed"].items() if k != "with_hosts"}
@@ -148,7 +148,10 @@ def races_of_the_participant(before: dict, now: dict) -> None:
     hosts = set(n["races_listed"]["with_hosts"])
     theirs = [r for r in b["races"] if any(a["host"] in hosts for a in r["attempts"])]
     assert hosts and theirs and n["races"] == theirs and len(theirs) < len(b["races"])
-    assert listed == {**old_listed, "listed": len(theirs), "of": len(theirs)}
+    # where all of them are names the participant (the command) and its hosts (the SQL)
+    who = before["argv"][before["argv"].index("--participant") + 1]
+    assert re.search(rf"--participant \S*{who} --all-races", listed["all"]) and "host IN (" in listed["all"], listed["all"]
+    assert listed == {**old_listed, "listed": len(theirs), "of": len(theirs), "all": listed["all"]}
 
 
 def _val_starts() -> dict[str, str | None]:

@@ -383,7 +383,7 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
         "races_listed": {"listed": len(races), "of": in_range,
                          "which": "all" if len(races) == in_range else f"the {len(races)} with the most "
                                                                             "wasted work, in time order",
-                         "all": _all_races_hint(since, until), "with_hosts": labels},
+                         "all": _all_races_hint(since, until, options.participant, labels), "with_hosts": labels},
         "thresholds": thresholds(),
         "notes": notes,
     }
@@ -393,8 +393,8 @@ def run(store: Any, epoch: int | None, options: Options | None = None, *, ctx: R
     if options.participant is not None:     # the figures below are every host's; the tables are narrowed
         header.insert(1, ("figures", f"the network's, every host's; --participant {options.participant} narrows "
                                      "the per-host tables and the races listed"))
-    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp_data,
-                     notes, narrowed=options.participant is not None)
+    tables = _tables(shown, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, len(races),
+                     unresp_data, notes, narrowed=options.participant is not None)
     first, last = utc(facts["first_ts"]), utc(facts["last_ts"])
     covered = (since is None or (first is not None and first <= since)) and \
         (until is None or (last is not None and last >= until))
@@ -582,14 +582,20 @@ def _race_json(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _all_races_hint(since: datetime | None, until: datetime | None) -> str:
+def _all_races_hint(since: datetime | None, until: datetime | None, participant: str | None = None,
+                    labels: list[str] | None = None) -> str:
     """Where every race of the range is: the hedging command that lists them (the epoch report
     has no --all-races of its own), and the rows in the store (queries/hedging_races.sql's rule:
-    a hedged race whose time is in [since, until))."""
+    a hedged race whose time is in [since, until); with --participant, one its hosts ``labels``
+    took part in)."""
+    hosts = [] if labels is None else [
+        "request IN (SELECT request FROM hedge_attempts WHERE NOT probe AND host IN ("
+        + (", ".join("'" + x.replace("'", "''") + "'" for x in labels) or "NULL") + "))"]
     where = " AND ".join(["hedged", *([f"race_ts >= '{utc_text(since)}'"] if since else []),
-                          *([f"race_ts < '{utc_text(until)}'"] if until else [])])
+                          *([f"race_ts < '{utc_text(until)}'"] if until else []), *hosts])
     command = " ".join(["auditor hedging", *([f"--since {utc_text(since)}"] if since else []),
-                        *([f"--until {utc_text(until)}"] if until else []), "--all-races"])
+                        *([f"--until {utc_text(until)}"] if until else []),
+                        *([f"--participant {participant}"] if participant else []), "--all-races"])
     return (f"{command} lists them all; so does auditor sql \"SELECT * FROM hedge_races WHERE {where}\" "
             "(their attempts: hedge_attempts)")
 
@@ -634,7 +640,7 @@ def _unavailable(epoch: int | None, reason: str) -> Result:
                   coverage={"sources": ["gateway_log"], "missing": [reason]}, unavailable=reason)
 
 
-def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, unresp, notes,
+def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, in_range, in_json, unresp, notes,
             narrowed: bool = False) -> list[Table]:
     """The tables; ``narrowed`` (--participant): the per-host tables keep the rows of ``hosts``
     alone (a race, a pair or an example it took part in), the per-decision and the totals stay
@@ -710,11 +716,12 @@ def _tables(hosts, beaten_rows, decisions, totals, per_hour, pred, cfs, listed, 
             "wasted_seconds": round(sum((a["wasted_ms"] or 0) for a in losers) / 1000, 3),
             "wasted_bytes": sum((a["output_bytes"] or 0) for a in losers),
             "loss_predictable": r.get("loss_predictable")})
-    listed_n = min(RACES_LISTED, in_range)          # the races the JSON lists, most waste first
-    title = (f"Hedged races, most waste first (top {min(RACE_TABLE_ROWS, in_range)} of {in_range}; the JSON lists "
-             f"{listed_n}, all with --all-races)") if not narrowed else (
+    # what the JSON lists (in_json: RACES_LISTED, or every race with --all-races)
+    in_json_text = f"the JSON lists {in_json}" + (", all with --all-races" if in_json < in_range else ": all")
+    title = (f"Hedged races, most waste first (top {min(RACE_TABLE_ROWS, in_range)} of {in_range}; "
+             f"{in_json_text})") if not narrowed else (
         f"Hedged races with {', '.join(sorted(labels)) or 'the participant'}, most waste first (top "
-        f"{len(race_rows)} of their {in_range}; the JSON lists {listed_n}, all with --all-races)")
+        f"{len(race_rows)} of their {in_range}; {in_json_text})")
     t_races = Table(title,
                     ["time", "request", "decision", "attempts", "winner", "rescue", "wasted_seconds", "wasted_bytes",
                      "loss_predictable"], race_rows,
